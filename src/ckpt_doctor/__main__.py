@@ -1,0 +1,3 @@
+from ckpt_doctor.cli import main
+
+raise SystemExit(main())

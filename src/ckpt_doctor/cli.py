@@ -1,0 +1,78 @@
+"""Command-line entry point: argument parsing only; each verb lives in ckpt_doctor.commands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from ckpt_doctor import __version__
+from ckpt_doctor.errors import EXIT_INPUT, EXIT_USAGE, InputError
+
+# verb modules, in the order `--help` lists them; each has register(subparsers)
+VERBS = ("tui", "diagnose", "lint", "explain_error", "collect", "drill", "report", "rules", "rbac")
+
+
+def add_cluster_flags(p: argparse.ArgumentParser) -> None:
+    """The flags kubectl users expect, for every verb that may talk to a cluster."""
+    g = p.add_argument_group("cluster (like kubectl)")
+    g.add_argument("-n", "--namespace", help="namespace of the TrainJob (default: the context's)")
+    g.add_argument("--context", help="kubeconfig context to use")
+    g.add_argument("--kubeconfig", help="path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    g.add_argument(
+        "--request-timeout",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="timeout of each API request (default: 15)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ckpt-doctor",
+        description="Find out why a Kubeflow Trainer v2 TrainJob did not resume from its checkpoint.",
+        epilog="Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage, 3 input/connection error, "
+        "4 --strict and something could not be evaluated.",
+    )
+    parser.add_argument("--version", action="version", version=f"ckpt-doctor {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="COMMAND")
+    for verb in VERBS:
+        try:
+            mod = importlib.import_module(f"ckpt_doctor.commands.{verb}")
+        except ModuleNotFoundError as e:
+            if e.name == f"ckpt_doctor.commands.{verb}":
+                continue  # verb not built yet
+            raise
+        mod.register(sub)
+    return parser
+
+
+def _verbs(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    bare = not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"))
+    if bare and "tui" in _verbs(parser):
+        args_list = ["tui", *args_list]
+    args = parser.parse_args(args_list)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except InputError as e:
+        print(f"ckpt-doctor: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("ckpt-doctor: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

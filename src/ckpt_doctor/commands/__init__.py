@@ -1,0 +1,1 @@
+"""One module per verb: register(subparsers) adds its flags and sets `func`."""

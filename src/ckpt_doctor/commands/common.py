@@ -1,0 +1,44 @@
+"""Flags and helpers that several verbs share."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ckpt_doctor.engine.model import SEVERITIES
+from ckpt_doctor.engine.walk import Diagnosis
+from ckpt_doctor.report import renderer
+
+
+def add_output_flags(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    p.add_argument("-o", "--output", choices=formats, default="text", help="output format (default: text)")
+    p.add_argument(
+        "--fail-on",
+        choices=SEVERITIES,
+        default="warning",
+        help="exit 1 when a finding fails at or above this severity (default: warning)",
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="exit 4 when something could not be evaluated (missing or forbidden data)"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="list passed rules and every not-evaluated one")
+
+
+def use_color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def emit(diag: Diagnosis, fmt: str, verbose: bool = False) -> None:
+    if fmt == "text":
+        from ckpt_doctor.report.text import build
+
+        text = build(diag, verbose)
+        if use_color():
+            from rich.console import Console
+
+            Console(highlight=False, soft_wrap=True).print(text, end="")
+        else:
+            sys.stdout.write(text.plain)
+        return
+    sys.stdout.write(renderer(fmt)(diag))

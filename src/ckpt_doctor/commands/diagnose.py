@@ -1,0 +1,61 @@
+"""`ckpt-doctor diagnose`: one TrainJob, from a bundle or the live cluster."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ckpt_doctor.cli import add_cluster_flags
+from ckpt_doctor.commands.common import add_output_flags, emit
+from ckpt_doctor.errors import InputError
+from ckpt_doctor.pipeline import diagnose_snapshot
+from ckpt_doctor.sources.bundle import open_bundle
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "diagnose",
+        help="diagnose one TrainJob (live, or --bundle PATH)",
+        description="Say which symptom the TrainJob shows, which cause explains it, with the evidence and the fix.",
+    )
+    p.add_argument("target", nargs="?", metavar="[NAMESPACE/]TRAINJOB", help="a TrainJob on the live cluster")
+    p.add_argument("--bundle", type=Path, help="an evidence bundle (directory or .tar.gz) instead of a cluster")
+    p.add_argument("--trainjob", metavar="[NAMESPACE/]NAME", help="which TrainJob of a bundle with several")
+    p.add_argument("--trainer-version", metavar="v2.x", help="the cluster's Trainer version, if not in the bundle")
+    p.add_argument(
+        "--signatures",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra log signature files (repeatable)",
+    )
+    add_output_flags(p, ("text", "json", "markdown", "sarif", "junit"))
+    add_cluster_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.bundle and args.target:
+        raise InputError("give either a live TARGET or --bundle, not both")
+    if args.bundle:
+        with open_bundle(args.bundle) as snap:
+            diag = diagnose_snapshot(snap, args.trainjob, args.trainer_version, args.signatures)
+            emit(diag, args.output, args.verbose)
+    else:
+        if not args.target:
+            raise InputError("name a TrainJob ([NAMESPACE/]NAME) or pass --bundle PATH")
+        from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
+
+        snap = collect_live(
+            args.target,
+            namespace=args.namespace,
+            context=args.context,
+            kubeconfig=args.kubeconfig,
+            timeout=args.request_timeout,
+        )
+        diag = diagnose_snapshot(
+            snap, snap.meta.get("target", {}).get("name") or None, args.trainer_version, args.signatures
+        )
+        emit(diag, args.output, args.verbose)
+    return diag.exit_code(args.fail_on, args.strict)

@@ -1,0 +1,82 @@
+"""`ckpt-doctor rules`: the catalogue and its graph."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ckpt_doctor.engine.catalogue import default_rules
+from ckpt_doctor.engine.checks import load_checks
+from ckpt_doctor.engine.graph import build_graph, to_dot, to_json, to_mermaid
+from ckpt_doctor.errors import InputError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rules", help="list, show or graph the rule catalogue")
+    rs = p.add_subparsers(dest="rules_cmd", metavar="list|show|graph")
+    lp = rs.add_parser("list", help="one line per rule")
+    lp.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    sp = rs.add_parser("show", help="everything about one rule")
+    sp.add_argument("id")
+    sp.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    gp = rs.add_parser("graph", help="the rule graph (causes → symptoms)")
+    gp.add_argument("-o", "--output", choices=("mermaid", "dot", "json"), default="mermaid")
+    p.set_defaults(func=run, rules_cmd=None)
+
+
+def _rule_json(r) -> dict:
+    return {
+        "id": r.id,
+        "kind": r.kind,
+        "severity": r.severity,
+        "title": r.title,
+        "explanation": r.explanation,
+        "fix": r.fix,
+        "docs": list(r.docs),
+        "explains": list(r.explains),
+        "needs": list(r.needs),
+        "modes": list(r.modes),
+        "params": r.params,
+        "specific": list(r.specific),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    rules = list(default_rules())
+    cmd = args.rules_cmd or "list"
+    out = sys.stdout
+    if cmd == "list":
+        if getattr(args, "output", "text") == "json":
+            out.write(json.dumps([_rule_json(r) for r in rules], indent=2) + "\n")
+            return 0
+        width = max(len(r.id) for r in rules)
+        for kind in ("symptom", "cause"):
+            out.write(f"{kind.upper()}S\n")
+            for r in sorted((r for r in rules if r.kind == kind), key=lambda r: r.id):
+                out.write(f"  {r.id:<{width}}  {r.severity:<8}  {r.title}\n")
+        return 0
+    if cmd == "show":
+        r = next((r for r in rules if r.id == args.id), None)
+        if r is None:
+            raise InputError(f"no rule {args.id!r}; `ckpt-doctor rules list` shows them")
+        if args.output == "json":
+            out.write(json.dumps(_rule_json(r), indent=2) + "\n")
+            return 0
+        g = build_graph(rules, load_checks())
+        explained_by = sorted(g.predecessors(r.id))
+        out.write(f"{r.id}  ({r.kind}, {r.severity})\n{r.title}\n\n{r.explanation}\n\nFix: {r.fix}\n")
+        if r.explains:
+            out.write(f"Explains: {', '.join(r.explains)}\n")
+        if explained_by:
+            out.write(f"Explained by: {', '.join(explained_by)}\n")
+        if r.needs:
+            out.write(f"Needs: {', '.join(r.needs)}\n")
+        if r.params:
+            out.write(f"Parameters: {json.dumps(r.params)}\n")
+        for d in r.docs:
+            out.write(f"Docs: {d}\n")
+        return 0
+    g = build_graph(rules, load_checks())
+    out.write({"mermaid": to_mermaid, "dot": to_dot, "json": to_json}[args.output](g))
+    return 0

@@ -1,0 +1,1 @@
+"""The rule engine: catalogue (YAML), checks (Python), graph (networkx), walk (findings)."""

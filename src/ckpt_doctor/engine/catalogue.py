@@ -1,0 +1,78 @@
+"""Loading the rule catalogue from `rules/*.yaml` and checking that it is whole."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ckpt_doctor.data import rules_dir
+from ckpt_doctor.engine.model import MODES, NEEDS, SEVERITIES, Rule
+from ckpt_doctor.errors import InputError
+from ckpt_doctor.yamlio import iter_documents
+
+REQUIRED = ("id", "kind", "severity", "title", "explanation", "fix")
+
+
+def _tuple(v: Any) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if isinstance(v, str):
+        return (v,)
+    return tuple(str(x) for x in v)
+
+
+def parse_rule(doc: dict[str, Any], where: str) -> Rule:
+    missing = [k for k in REQUIRED if not doc.get(k)]
+    if missing:
+        raise InputError(f"rule is missing {', '.join(missing)}", where)
+    if doc["kind"] not in ("symptom", "cause"):
+        raise InputError(f"rule {doc['id']}: kind must be symptom or cause", where)
+    if doc["severity"] not in SEVERITIES:
+        raise InputError(f"rule {doc['id']}: severity must be one of {', '.join(SEVERITIES)}", where)
+    needs = _tuple(doc.get("needs"))
+    bad = [n for n in needs if n not in NEEDS]
+    if bad:
+        raise InputError(f"rule {doc['id']}: unknown needs {bad}", where)
+    modes = _tuple(doc.get("modes")) or ("diagnose", "lint")
+    if any(m not in MODES for m in modes):
+        raise InputError(f"rule {doc['id']}: unknown mode in {modes}", where)
+    return Rule(
+        id=str(doc["id"]),
+        kind=str(doc["kind"]),
+        severity=str(doc["severity"]),
+        title=str(doc["title"]).strip(),
+        explanation=" ".join(str(doc["explanation"]).split()),
+        fix=" ".join(str(doc["fix"]).split()),
+        docs=_tuple(doc.get("docs")),
+        explains=_tuple(doc.get("explains")),
+        needs=needs,
+        modes=modes,
+        params=dict(doc.get("params") or {}),
+        specific=_tuple(doc.get("specific")),
+        guide_row=doc.get("guideRow"),
+        source=where,
+    )
+
+
+def load_rules(directory: Path | None = None) -> list[Rule]:
+    d = directory or rules_dir()
+    rules: list[Rule] = []
+    seen: set[str] = set()
+    for f in sorted(d.glob("*.yaml")):
+        for doc in iter_documents(f.read_text(encoding="utf-8"), str(f)):
+            items = doc if isinstance(doc, list) else [doc]
+            for item in items:
+                if not isinstance(item, dict):
+                    raise InputError("each rule must be a mapping", str(f))
+                rule = parse_rule(item, f.name)
+                if rule.id in seen:
+                    raise InputError(f"duplicate rule id {rule.id}", str(f))
+                seen.add(rule.id)
+                rules.append(rule)
+    return rules
+
+
+@cache
+def default_rules() -> tuple[Rule, ...]:
+    return tuple(load_rules())

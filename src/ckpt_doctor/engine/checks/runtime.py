@@ -1,0 +1,284 @@
+"""Causes read from the runtime and the TrainJob manifest (judged in diagnose and lint)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ckpt_doctor.engine.checks import absence, check, field_ev
+from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
+from ckpt_doctor.facts.context import Facts
+from ckpt_doctor.facts.overrides import compare
+from ckpt_doctor.scope import ANCESTOR_LABEL, TRAINER_CONTAINER, replicated_jobs
+
+RESERVED = ("node", "dataset-initializer", "model-initializer")
+ENV_DENIAL = "must not have envs for the dataset-initializer, model-initializer, node containers"
+
+
+@check("missing-ancestor-label")
+def missing_ancestor_label(facts: Facts, rule: Rule) -> Result:
+    rt = facts.scope.runtime
+    assert rt is not None
+    rjs = replicated_jobs(rt)
+    if not rjs:
+        return skip("the runtime has no spec.template.spec.replicatedJobs")
+    tj = facts.trainer_job
+    if tj is not None and tj.has_ancestor_label:
+        return ok(facts.runtime_subject(), f"replicated job {tj.name!r} carries {ANCESTOR_LABEL}: trainer")
+    assert tj is not None
+    labels = ((rjs[tj.index or 0].get("template") or {}).get("metadata") or {}).get("labels") or {}
+    ev = [field_ev(rt.ref(), f"{tj.path}.template.metadata.labels", labels)]
+    detail = f"no replicated job carries {ANCESTOR_LABEL}: trainer on its Job template"
+    if tj.label_on_pod_template:
+        ev.append(field_ev(rt.ref(), f"{tj.path}.template.spec.template.metadata.labels", {ANCESTOR_LABEL: "trainer"}))
+        detail += " (it is on the pod template, where the controller does not look)"
+    fix = (
+        f"Add `{ANCESTOR_LABEL}: trainer` under {tj.path}.template.metadata.labels "
+        f"(the Job template of replicated job {tj.name!r}), then recreate the TrainJob"
+    )
+    return fail(facts.runtime_subject(), ev, detail, fix=fix)
+
+
+@check("trainer-container-not-node")
+def trainer_container_not_node(facts: Facts, rule: Rule) -> Result:
+    tj = facts.trainer_job
+    if tj is None:
+        return skip("the runtime has no replicated jobs")
+    rt = facts.scope.runtime
+    assert rt is not None
+    if TRAINER_CONTAINER in tj.container_names:
+        return ok(facts.runtime_subject(), f"replicated job {tj.name!r} has a container named node")
+    return fail(
+        facts.runtime_subject(),
+        [field_ev(rt.ref(), f"{tj.path}.template.spec.template.spec.containers[*].name", tj.container_names)],
+        f"the trainer job {tj.name!r} has containers {tj.container_names}, none named `node`",
+        fix=f"Rename the training container of replicated job {tj.name!r} to `node`",
+    )
+
+
+def _env_overrides(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field path, container) for env set on a reserved container through overrides."""
+    out = []
+    for i, ov in enumerate(spec.get("podSpecOverrides") or []):
+        for kind in ("containers", "initContainers"):
+            for j, c in enumerate((ov or {}).get(kind) or []):
+                if isinstance(c, dict) and c.get("env") and c.get("name") in RESERVED:
+                    out.append((f"spec.podSpecOverrides[{i}].{kind}[{j}].env", str(c["name"])))
+    for i, ov in enumerate(spec.get("podTemplateOverrides") or []):
+        for kind in ("containers", "initContainers"):
+            for j, c in enumerate(((ov or {}).get("spec") or {}).get(kind) or []):
+                if isinstance(c, dict) and c.get("env") and c.get("name") in RESERVED:
+                    out.append((f"spec.podTemplateOverrides[{i}].spec.{kind}[{j}].env", str(c["name"])))
+    for i, p in enumerate(spec.get("runtimePatches") or []):
+        tmpl = (((p or {}).get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for k, rj in enumerate(tmpl.get("replicatedJobs") or []):
+            pod = ((((rj or {}).get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+            for kind in ("containers", "initContainers"):
+                for j, c in enumerate(pod.get(kind) or []):
+                    if isinstance(c, dict) and c.get("env") and c.get("name") in RESERVED:
+                        out.append(
+                            (
+                                f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{k}]"
+                                f".template.spec.template.spec.{kind}[{j}].env",
+                                str(c["name"]),
+                            )
+                        )
+    return out
+
+
+@check("env-in-pod-template-overrides")
+def env_in_overrides(facts: Facts, rule: Rule) -> Result:
+    if facts.mode == "explain-error":
+        text = facts.error_text or ""
+        i = text.find(ENV_DENIAL)
+        if i != -1:
+            return fail(
+                None,
+                [{"type": "text", "text": text[max(0, i - 160) : i + len(ENV_DENIAL)]}],
+                "env on the node container was set through overrides",
+            )
+        return ok(reason="not this denial")
+    tj = facts.scope.trainjob
+    assert tj is not None
+    hits = _env_overrides(tj.spec)
+    if not hits:
+        return ok(reason="no override sets env on a reserved container")
+    path, cname = hits[0]
+    value = _get_path(tj.raw, path)
+    return fail(
+        tj.subject(),
+        [field_ev(tj.ref(), p, _get_path(tj.raw, p)) for p, _c in hits],
+        f"{path} sets env on the reserved container {cname!r}; the webhook rejects this "
+        f"({len(value) if isinstance(value, list) else 0} variable(s))",
+    )
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    cur = obj
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            idx = int(part[1:-1])
+            cur = cur[idx] if isinstance(cur, list) and idx < len(cur) else None
+        else:
+            cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+# field -> (first version that has it, last version that has it)
+FIELD_VERSIONS = {
+    "podSpecOverrides": ("v2.0", "v2.0"),
+    "podTemplateOverrides": ("v2.1", "v2.1"),
+    "runtimePatches": ("v2.2", None),
+    "activeDeadlineSeconds": ("v2.2", None),
+    "labels": ("v2.0", "v2.1"),
+    "annotations": ("v2.0", "v2.1"),
+}
+
+
+def _vkey(v: str) -> tuple[int, int]:
+    a, b = v.lstrip("v").split(".")
+    return int(a), int(b)
+
+
+@check("override-field-unsupported")
+def override_field_unsupported(facts: Facts, rule: Rule) -> Result:
+    if facts.mode == "explain-error":
+        text = facts.error_text or ""
+        m = re.search(
+            r'unknown field "(spec\.(?:podTemplateOverrides|podSpecOverrides|runtimePatches|labels|'
+            r'annotations|activeDeadlineSeconds)[^"]*)"',
+            text,
+        )
+        if m:
+            return fail(
+                None,
+                [{"type": "text", "text": m.group(0)}],
+                f"{m.group(1)} does not exist in this cluster's Trainer version",
+            )
+        return ok(reason="not an unknown-field error")
+    tj = facts.scope.trainjob
+    assert tj is not None
+    v = facts.version
+    bad = []
+    for fname, (lo, hi) in FIELD_VERSIONS.items():
+        if fname not in tj.spec:
+            continue
+        if _vkey(v.version) < _vkey(lo) or (hi is not None and _vkey(v.version) > _vkey(hi)):
+            span = f"{lo}" + (f"–{hi}" if hi and hi != lo else ("+" if hi is None else ""))
+            bad.append((fname, span))
+    for i, p in enumerate(tj.spec.get("runtimePatches") or []):
+        spec_ = (((p or {}).get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for j, rj in enumerate(spec_.get("replicatedJobs") or []):
+            pod = ((((rj or {}).get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+            if "terminationGracePeriodSeconds" in pod and not v.at_least("v2.3"):
+                bad.append((f"runtimePatches[{i}]...replicatedJobs[{j}]...terminationGracePeriodSeconds", "v2.3+"))
+    if not bad:
+        return ok(reason=f"every override field exists in Trainer {v.version} ({v.why})")
+    ev = [field_ev(tj.ref(), f"spec.{f}", f"exists in {span}") for f, span in bad]
+    ev.append({"type": "field", "object": "cluster", "path": "trainerVersion", "value": f"{v.version} ({v.why})"})
+    hint = ""
+    if any(f == "podTemplateOverrides" for f, _ in bad) and v.at_least("v2.2"):
+        hint = "; move the volumes and mounts into spec.runtimePatches"
+    return fail(
+        tj.subject(),
+        ev,
+        f"Trainer {v.version} does not have spec.{', spec.'.join(f for f, _ in bad)}{hint}",
+        "high" if v.source in ("bundle", "flag") else "medium",
+    )
+
+
+def _trainer_update_times(tj: Any) -> list[str]:
+    out = []
+    for mf in tj.meta.get("managedFields") or []:
+        fields = (mf or {}).get("fieldsV1") or {}
+        spec = fields.get("f:spec") or {}
+        if "f:trainer" in spec and (mf or {}).get("operation") == "Update":
+            out.append(str(mf.get("time") or ""))
+    return out
+
+
+@check("trainer-edited-while-running")
+def trainer_edited_while_running(facts: Facts, rule: Rule) -> Result:
+    v = facts.version
+    if v.at_least("v2.2"):
+        return ok(reason=f"spec.trainer is immutable on Trainer {v.version}; an edit would be rejected")
+    tj, js = facts.scope.trainjob, facts.scope.jobset
+    assert tj is not None
+    if js is None:
+        return skip("the JobSet is not in the snapshot, so when it was created is unknown")
+    times = [t for t in _trainer_update_times(tj) if t and t > js.created]
+    pods = facts.scope.trainer_pods()
+    diffs = [d for p in pods for d in compare(tj, p)] if pods else []
+    gen = tj.meta.get("generation")
+    if times or (
+        diffs and isinstance(gen, int) and gen > 1 and (facts.trainer_job and facts.trainer_job.has_ancestor_label)
+    ):
+        ev: list[dict[str, Any]] = [field_ev(js.ref(), "metadata.creationTimestamp", js.created)]
+        if times:
+            ev.append(field_ev(tj.ref(), "metadata.managedFields[f:spec.f:trainer].time", times[-1]))
+        else:
+            ev.append(field_ev(tj.ref(), "metadata.generation", gen))
+        if diffs:
+            ev.append(field_ev(tj.ref(), f"spec.trainer.{diffs[0].field}", diffs[0].wanted))
+        return fail(
+            tj.subject(),
+            ev,
+            f"spec.trainer changed after the JobSet was created; Trainer {v.version} accepts the edit "
+            "but never applies it to the running JobSet",
+            "high" if times else "medium",
+        )
+    return ok(reason="no sign that spec.trainer changed after the JobSet was created")
+
+
+@check("no-failure-policy")
+def no_failure_policy(facts: Facts, rule: Rule) -> Result:
+    js = facts.scope.jobset
+    rt = facts.scope.runtime
+    if js is not None:
+        obj, spec, base = js, js.spec, "spec"
+    elif rt is not None:
+        obj, spec, base = rt, (rt.spec.get("template") or {}).get("spec") or {}, "spec.template.spec"
+    else:
+        return skip("neither the JobSet nor the runtime is in the snapshot")
+    fp = spec.get("failurePolicy")
+    subj = facts.runtime_subject() if obj is rt else facts.subject()
+    if not isinstance(fp, dict):
+        return fail(
+            subj,
+            [absence("failurePolicy", f"{obj.ref()} {base}")],
+            f"{obj.ref()} has no failurePolicy: the first Job failure fails the whole TrainJob",
+        )
+    minimum = int(facts.param(rule.id, "minMaxRestarts", rule.params.get("minMaxRestarts", 1)))
+    mr = fp.get("maxRestarts")
+    if not isinstance(mr, int) or mr < minimum:
+        return fail(
+            subj,
+            [field_ev(obj.ref(), f"{base}.failurePolicy.maxRestarts", mr)],
+            f"failurePolicy.maxRestarts is {mr!r}: nothing restarts the job after a failure",
+        )
+    return ok(subj, f"failurePolicy.maxRestarts is {mr}")
+
+
+@check("grace-period-too-short")
+def grace_period(facts: Facts, rule: Rule) -> Result:
+    spec = facts.spec
+    if spec is None:
+        return skip("neither a trainer pod nor a runtime is in the snapshot")
+    minimum = int(facts.param(rule.id, "minSeconds", rule.params.get("minSeconds", 60)))
+    value = spec.pod_spec.get("terminationGracePeriodSeconds")
+    path = f"{spec.base_path}.terminationGracePeriodSeconds"
+    if value is None:
+        return fail(
+            facts.runtime_subject() if not spec.from_pod else facts.subject(),
+            [absence("terminationGracePeriodSeconds", f"{spec.object} {spec.base_path}")],
+            f"terminationGracePeriodSeconds is not set, so Kubernetes gives 30 s (< {minimum} s) "
+            "to flush a final checkpoint",
+            "medium",
+        )
+    if int(value) < minimum:
+        return fail(
+            facts.runtime_subject() if not spec.from_pod else facts.subject(),
+            [field_ev(spec.object, path, value)],
+            f"terminationGracePeriodSeconds is {value} s, below {minimum} s",
+        )
+    return ok(reason=f"terminationGracePeriodSeconds is {value} s")

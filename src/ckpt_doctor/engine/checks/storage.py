@@ -1,0 +1,256 @@
+"""Causes about where checkpoints live: volumes, PVCs, access modes, node pinning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ckpt_doctor.engine.checks import absence, check, event_ev, field_ev
+from ckpt_doctor.engine.checks.symptoms import volume_events
+from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
+from ckpt_doctor.facts.context import Facts
+from ckpt_doctor.facts.program import texts
+from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs
+from ckpt_doctor.scope import claim_names
+
+RWO = {"ReadWriteOnce", "ReadWriteOncePod"}
+
+
+def _dir_ev(cd: CkptDir) -> list[dict[str, Any]]:
+    ev = [cd.evidence]
+    if cd.mount_path:
+        ev.append(
+            {
+                "type": "field",
+                "object": cd.evidence.get("object", ""),
+                "path": f"volumeMounts[mountPath={cd.mount_path}]",
+                "value": cd.volume_name,
+            }
+        )
+    return ev
+
+
+@check("ckpt-dir-not-persistent")
+def ckpt_dir_not_persistent(facts: Facts, rule: Rule) -> Result:
+    spec = facts.spec
+    if spec is None:
+        return skip("neither a trainer pod nor a runtime is in the snapshot")
+    claims = [v for v in spec.pod_spec.get("volumes") or [] if isinstance(v, dict) and "persistentVolumeClaim" in v]
+    cd = facts.ckpt_dir
+    if cd is None:
+        if not claims:
+            return fail(
+                facts.subject(),
+                [absence("a persistentVolumeClaim volume", f"{spec.object} {spec.base_path}.volumes")],
+                "the trainer mounts no PersistentVolumeClaim, so no checkpoint survives the pod",
+                "medium",
+            )
+        return skip("no checkpoint directory found in env (CKPT_DIR, OUTPUT_DIR…), args or mounted config")
+    where = {
+        "emptyDir": "an emptyDir, which dies with the pod",
+        "container-fs": "no volume: the container filesystem, lost on every restart",
+        "hostPath": "a hostPath on one node",
+        "ephemeral": "a generic ephemeral volume, deleted with the pod",
+        "configMap": "a read-only ConfigMap/Secret volume",
+    }.get(cd.volume_kind)
+    if where is None and cd.node_local:
+        where = f"node-local storage ({cd.node_local})"
+    if where is None and cd.volume_kind == "pvc" and cd.pvc is None and not claims:
+        where = "a claim that does not exist"
+    if where is None:
+        return ok(reason=f"{cd.path} ({cd.source}) is on PVC {cd.claim or cd.volume_name}", evidence=_dir_ev(cd))
+    ev = _dir_ev(cd)
+    if cd.volume_kind == "container-fs":
+        ev.append(absence(f"a volumeMount covering {cd.path}", f"{spec.object} {spec.container_path}.volumeMounts"))
+    detail = f"the checkpoint directory {cd.path} ({cd.source}) is on {where}"
+    if cd.notes:
+        detail += f" [{'; '.join(cd.notes)}]"
+    return fail(facts.subject(), ev, detail, "medium" if cd.notes else "high")
+
+
+@check("ckpt-dir-changed")
+def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
+    cd = facts.ckpt_dir
+    if cd is not None and cd.dynamic:
+        return fail(
+            facts.subject(),
+            [cd.evidence],
+            f"the checkpoint directory {cd.raw!r} contains {cd.dynamic!r}, which changes on every pod or run",
+        )
+    # across attempts: the same directory on every trainer pod spec
+    per_pod: dict[str, tuple[str, dict[str, Any]]] = {}
+    for spec in facts.pod_specs:
+        dirs = checkpoint_dirs(spec, texts(spec, facts.scope), facts.scope)
+        if dirs and dirs[0].path:
+            per_pod[spec.object] = (dirs[0].path, dirs[0].evidence)
+    paths = {p for p, _ in per_pod.values()}
+    if len(paths) > 1:
+        items = sorted(per_pod.items())
+        return fail(
+            facts.subject(),
+            [ev for _o, (_p, ev) in items[:4]],
+            f"trainer pods use different checkpoint directories: {', '.join(sorted(paths))}",
+        )
+    # from logs: saves in one directory, a later attempt looking in another
+    h = facts.history
+    saved_dirs = {
+        (r.attempt, e.path.rsplit("/checkpoint-", 1)[0].rsplit("/iter_", 1)[0], id(e)): (r, e)
+        for r in h.runs
+        for e in r.saves()
+        if e.path
+    }
+    for r in h.later_runs():
+        kind, _s, ev = r.start()
+        if ev is None or not ev.path:
+            continue
+        looked = ev.path.rsplit("/checkpoint-", 1)[0].rstrip("/")
+        for (att, d, _i), (sr, se) in saved_dirs.items():
+            if att < r.attempt and d.rstrip("/") != looked and not looked.startswith(d.rstrip("/") + "/"):
+                assert sr.log is not None and r.log is not None
+                return fail(
+                    facts.subject(),
+                    [se.evidence(sr.log.ref, sr.attempt), ev.evidence(r.log.ref, r.attempt)],
+                    f"attempt {sr.attempt} saved under {d}, attempt {r.attempt} looked in {looked}",
+                )
+    if cd is None and not per_pod:
+        return skip("no checkpoint directory found in env, args or config")
+    return ok(reason="the checkpoint directory is fixed and the same for every attempt in the snapshot")
+
+
+def _claim(facts: Facts) -> tuple[str | None, Any]:
+    cd = facts.ckpt_dir
+    if cd is not None and cd.claim:
+        return cd.claim, facts.scope.pvcs.get(cd.claim)
+    names = sorted(claim_names(facts.scope))
+    if len(names) == 1:
+        return names[0], facts.scope.pvcs.get(names[0])
+    return None, None
+
+
+def num_nodes(facts: Facts) -> tuple[int, dict[str, Any]]:
+    tj, rt = facts.scope.trainjob, facts.scope.runtime
+    if tj is not None:
+        n = (tj.spec.get("trainer") or {}).get("numNodes")
+        if isinstance(n, int):
+            return n, field_ev(tj.ref(), "spec.trainer.numNodes", n)
+    if rt is not None:
+        n = (rt.spec.get("mlPolicy") or {}).get("numNodes")
+        if isinstance(n, int):
+            return n, field_ev(rt.ref(), "spec.mlPolicy.numNodes", n)
+    return 1, absence("numNodes (defaults to 1)")
+
+
+@check("rwo-multi-node")
+def rwo_multi_node(facts: Facts, rule: Rule) -> Result:
+    n, n_ev = num_nodes(facts)
+    if n <= 1:
+        return ok(reason="single node: a ReadWriteOnce volume is enough")
+    claim, pvc = _claim(facts)
+    if claim is None:
+        return skip("no checkpoint PVC found to read access modes from")
+    if pvc is None:
+        return skip(f"PVC {claim} is not in the snapshot, so its access modes are unknown")
+    modes = list(pvc.spec.get("accessModes") or [])
+    if modes and set(modes) <= RWO:
+        return fail(
+            pvc.subject(),
+            [n_ev, field_ev(pvc.ref(), "spec.accessModes", modes)],
+            f"{n} nodes share PVC {claim}, which is {'/'.join(modes)}: pods on a second node cannot attach it",
+        )
+    return ok(reason=f"PVC {claim} is {'/'.join(modes) or 'of unknown mode'}")
+
+
+@check("rwo-still-attached")
+def rwo_still_attached(facts: Facts, rule: Rule) -> Result:
+    n, _ = num_nodes(facts)
+    hits = [(f, p) for f, p in volume_events(facts) if "Multi-Attach error" in f["message"]]
+    if not hits:
+        return ok(reason="no Multi-Attach event on the trainer pods")
+    if n > 1:
+        return ok(reason="multi-node job: see rwo-multi-node")
+    f, pod = hits[0]
+    claim, pvc = _claim(facts)
+    ev = [event_ev(f)]
+    if pvc is not None:
+        ev.append(field_ev(pvc.ref(), "spec.accessModes", pvc.spec.get("accessModes")))
+    return fail(
+        facts.subject(), ev, f"pod {pod} waited for volume {claim or ''} to detach from the old node (Multi-Attach)"
+    )
+
+
+@check("node-pinned-storage")
+def node_pinned_storage(facts: Facts, rule: Rule) -> Result:
+    cd = facts.ckpt_dir
+    claim, pvc = _claim(facts)
+    reason = cd.node_local if cd is not None and cd.volume_kind == "pvc" else None
+    if reason is None and claim:
+        from ckpt_doctor.facts.storage import node_local_reason
+
+        pv = facts.scope.pvs.get(claim)
+        cls = pvc.spec.get("storageClassName") if pvc is not None else None
+        reason = node_local_reason(
+            pv, facts.scope.storageclasses.get(str(cls)) if cls else None, str(cls) if cls else None
+        )
+    if reason is None:
+        if claim and pvc is None:
+            return skip(f"PVC {claim} is not in the snapshot")
+        return ok(reason="the checkpoint storage is not node-local")
+    evidence: list[dict[str, Any]] = [
+        {
+            "type": "field",
+            "object": f"PersistentVolumeClaim/{facts.scope.namespace}/{claim}",
+            "path": "spec.storageClassName / PV",
+            "value": reason,
+        }
+    ]
+    conflicts = [(f, p) for f, p in volume_events(facts) if "node affinity" in f["message"]]
+    if conflicts:
+        evidence.append(event_ev(conflicts[0][0]))
+        return fail(facts.subject(), evidence, f"the new pod cannot reach node-local storage ({reason})")
+    nodes = {}
+    for r in facts.history.runs:
+        if r.node:
+            nodes.setdefault(r.node, r)
+    if len(nodes) > 1:
+        for node, r in list(nodes.items())[:2]:
+            evidence.append(field_ev(r.pod.ref(), "spec.nodeName", node))
+        return fail(
+            facts.subject(), evidence, f"attempts ran on {len(nodes)} nodes but the checkpoints live on one ({reason})"
+        )
+    if facts.mode == "lint" or not facts.history.runs:
+        return skip("node-local storage: whether a new pod lands elsewhere needs cluster evidence")
+    return ok(reason=f"node-local storage, but every attempt so far ran on {next(iter(nodes), 'one node')}")
+
+
+@check("pvc-unbound")
+def pvc_unbound(facts: Facts, rule: Rule) -> list[Result]:
+    names = sorted(claim_names(facts.scope))
+    if not names:
+        return [ok(reason="the trainer mounts no PVC (see ckpt-dir-not-persistent)")]
+    results: list[Result] = []
+    for name in names:
+        pvc = facts.scope.pvcs.get(name)
+        ref = f"PersistentVolumeClaim/{facts.scope.namespace}/{name}"
+        if pvc is None:
+            if facts.mode == "lint":
+                results.append(skip(f"PVC {name} is not among the files; assumed to exist"))
+                continue
+            gap = facts.scope.snap.gap_for("persistentvolumeclaims", "pvcs")
+            if gap:
+                results.append(skip(f"PVCs not collected: {gap.reason}"))
+                continue
+            results.append(
+                fail(
+                    {"kind": "PersistentVolumeClaim", "namespace": facts.scope.namespace, "name": name},
+                    [absence(f"PersistentVolumeClaim {name}", f"namespace {facts.scope.namespace}")],
+                    f"the pods mount PVC {name}, which does not exist",
+                )
+            )
+            continue
+        phase = pvc.status.get("phase")
+        if phase == "Bound" or (facts.mode == "lint" and not phase):
+            results.append(ok(pvc.subject(), f"PVC {name} is {phase or 'declared'}"))
+            continue
+        results.append(
+            fail(pvc.subject(), [field_ev(ref, "status.phase", phase)], f"PVC {name} is {phase or 'not Bound'}")
+        )
+    return results

@@ -1,0 +1,174 @@
+"""Evaluate the catalogue against Facts and walk the graph from symptoms to causes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from ckpt_doctor import __version__
+from ckpt_doctor.engine.catalogue import default_rules
+from ckpt_doctor.engine.checks import load_checks
+from ckpt_doctor.engine.graph import build_graph, explaining
+from ckpt_doctor.engine.model import CONFIDENCE, Finding, Result, Rule, severity_rank, skip
+from ckpt_doctor.facts.context import NEEDS_CLUSTER, Facts
+
+
+@dataclass
+class Explanation:
+    symptom: Finding
+    causes: list[Finding]  # failing causes, strongest evidence first
+    unexplored: list[str]  # causes that could explain it but were not evaluated
+
+
+@dataclass
+class Diagnosis:
+    facts: Facts
+    findings: list[Finding]
+    verdict: list[Explanation] = field(default_factory=list)
+    latent: list[Finding] = field(default_factory=list)  # failing causes with no failing symptom
+
+    def failed(self) -> list[Finding]:
+        return [f for f in self.findings if f.status == "fail"]
+
+    def not_evaluated(self) -> list[Finding]:
+        return [f for f in self.findings if f.status == "not_evaluated"]
+
+    def summary(self) -> dict[str, Any]:
+        fails = self.failed()
+        hi = max((f.rule.severity for f in fails), key=severity_rank, default=None)
+        return {
+            "fail": len(fails),
+            "pass": sum(1 for f in self.findings if f.status == "pass"),
+            "notEvaluated": len(self.not_evaluated()),
+            "highestSeverity": hi,
+        }
+
+    def exit_code(self, fail_on: str = "warning", strict: bool = False) -> int:
+        threshold = severity_rank(fail_on)
+        if any(severity_rank(f.rule.severity) >= threshold for f in self.failed()):
+            return 1
+        if strict and self.not_evaluated():
+            return 4
+        return 0
+
+    def to_json(self) -> dict[str, Any]:
+        f = self.facts
+        return {
+            "schemaVersion": 1,
+            "tool": {"name": "ckpt-doctor", "version": __version__},
+            "mode": f.mode,
+            "target": f.scope.target() if f.mode == "diagnose" else None,
+            "trainerVersion": f.version.version if f.mode != "explain-error" else None,
+            "trainerVersionSource": f.version.source if f.mode != "explain-error" else None,
+            "findings": [x.to_json() for x in self.findings],
+            "notCollected": [g.to_json() for g in f.scope.snap.not_collected],
+            "summary": self.summary(),
+            "verdict": [
+                {"symptom": e.symptom.rule.id, "causes": [c.rule.id for c in e.causes], "unexplored": e.unexplored}
+                for e in self.verdict
+            ],
+            "latent": [x.rule.id for x in self.latent],
+        }
+
+
+def _strength(f: Finding) -> tuple[int, int, int]:
+    return (CONFIDENCE.get(f.result.confidence, 0), severity_rank(f.rule.severity), len(f.result.evidence))
+
+
+_ORDER = {"fail": 0, "not_evaluated": 1, "pass": 2}
+
+
+def _sort_key(f: Finding) -> tuple[Any, ...]:
+    return (_ORDER[f.status], -severity_rank(f.rule.severity), 0 if f.rule.kind == "symptom" else 1, f.rule.id)
+
+
+def evaluate(facts: Facts, rules: list[Rule] | None = None, graph: nx.DiGraph | None = None) -> Diagnosis:
+    rules = list(rules if rules is not None else default_rules())
+    checks = load_checks()
+    g = graph if graph is not None else build_graph(rules, checks)
+    results: dict[str, list[Result]] = {}
+    for rule in rules:
+        results[rule.id] = _run(rule, facts, checks)
+    # specific before generic: a catch-all does not fail when a more specific cause does
+    for rule in rules:
+        hit = [s for s in rule.specific if any(r.status == "fail" for r in results.get(s, []))]
+        if hit:
+            results[rule.id] = [
+                Result("pass", r.subject, r.evidence, None, f"explained by the more specific cause {hit[0]}")
+                if r.status == "fail"
+                else r
+                for r in results[rule.id]
+            ]
+    findings = [Finding(rule, r) for rule in rules for r in _one_per_subject(results[rule.id])]
+    if facts.mode == "explain-error":
+        findings = [f for f in findings if f.status == "fail"]
+    findings.sort(key=_sort_key)
+    diag = Diagnosis(facts, findings)
+    _walk(diag, g)
+    return diag
+
+
+def _run(rule: Rule, facts: Facts, checks: dict[str, Any]) -> list[Result]:
+    subject = facts.subject()
+    if facts.mode not in rule.modes:
+        if facts.mode == "lint":
+            return [skip(NEEDS_CLUSTER, subject)]
+        return [skip(f"not part of {facts.mode}", subject)]
+    if facts.mode != "explain-error":  # explain-error checks read only the error text
+        for need in rule.needs:
+            why = facts.missing(need)
+            if why:
+                return [skip(why, subject)]
+    try:
+        out = checks[rule.id](facts, rule)
+    except Exception as e:  # a bug in one check must not hide the other findings
+        if os.environ.get("CKPT_DOCTOR_DEBUG"):
+            raise
+        return [skip(f"internal error in this check ({type(e).__name__}: {e}); please report it", subject)]
+    res = out if isinstance(out, list) else [out]
+    for r in res:
+        if r.subject is None:
+            r.subject = subject
+        if r.status == "fail" and not r.evidence:
+            raise AssertionError(f"check {rule.id} failed without evidence")
+    return res or [skip("the check returned nothing", subject)]
+
+
+def _one_per_subject(res: list[Result]) -> list[Result]:
+    """Keep one result per subject, the worst one (fail > not_evaluated > pass)."""
+    best: dict[tuple[Any, ...], Result] = {}
+    for r in res:
+        s = r.subject or {}
+        key = (s.get("kind"), s.get("namespace"), s.get("name"), s.get("file"))
+        if key not in best or _ORDER[r.status] < _ORDER[best[key].status]:
+            best[key] = r
+    return list(best.values())
+
+
+def _walk(diag: Diagnosis, g: nx.DiGraph) -> None:
+    by_rule: dict[str, list[Finding]] = {}
+    for f in diag.findings:
+        by_rule.setdefault(f.rule.id, []).append(f)
+    explained: set[str] = set()
+    for f in diag.findings:
+        if f.rule.kind != "symptom" or f.status != "fail":
+            continue
+        causes, unexplored = [], []
+        for cid in explaining(g, f.rule.id):
+            fs = by_rule.get(cid, [])
+            failing = [x for x in fs if x.status == "fail"]
+            causes += failing
+            if not failing and any(x.status == "not_evaluated" for x in fs):
+                unexplored.append(cid)
+        causes.sort(key=_strength, reverse=True)
+        explained |= {c.rule.id for c in causes}
+        diag.verdict.append(Explanation(f, causes, sorted(unexplored)))
+    diag.verdict.sort(key=lambda e: (-severity_rank(e.symptom.rule.severity), e.symptom.rule.id))
+    diag.latent = sorted(
+        (f for f in diag.findings if f.rule.kind == "cause" and f.status == "fail" and f.rule.id not in explained),
+        key=_strength,
+        reverse=True,
+    )

@@ -1,0 +1,357 @@
+"""The attempts of a TrainJob, in time order, and what each one's logs say.
+
+An attempt is one start of the trainer: the first run, a JobSet restart (new Jobs, label
+`jobset.sigs.k8s.io/restart-attempt`), a pod replaced after suspend/resume, preemption or
+eviction, or a container restarted in place (`restartCount`, `lastState`). Earlier attempts'
+pods and logs are often gone; `History.earlier` still records what proves they happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ckpt_doctor.facts.logs import LogEvent, LogSummary, Signature, scan_log
+from ckpt_doctor.scope import RESTART_ATTEMPT, TRAINER_CONTAINER, Scope, event_fields
+from ckpt_doctor.snapshot import LogRef, Obj
+
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+SIGTERM_EXIT = 143
+SIGKILL_EXIT = 137
+
+
+@dataclass
+class Run:
+    """One container instance of a trainer pod."""
+
+    pod: Obj
+    container: str
+    previous: bool
+    restart_attempt: int
+    instance: int  # container restart index inside the pod
+    started: str = ""
+    finished: str = ""
+    exit_code: int | None = None
+    reason: str = ""
+    log: LogSummary | None = None
+    log_gap: str | None = None  # why there is no readable log
+    generation: int = 0
+    attempt: int = 0  # index of the attempt this run belongs to
+
+    @property
+    def node(self) -> str:
+        return str(self.pod.spec.get("nodeName") or "")
+
+    @property
+    def label(self) -> str:
+        return f"{self.pod.name}/{self.container}{' (previous)' if self.previous else ''}"
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (self.restart_attempt, self.started or self.pod.created, self.instance)
+
+    # -- what the log says about how this run began and ended -------------------------------
+    def start(self) -> tuple[str, int | None, LogEvent | None]:
+        """('resumed', step, event) | ('fresh', 0, event) | ('unknown', None, None)."""
+        if self.log is None:
+            return ("unknown", None, None)
+        explicit = self.log.first("resumed", "fresh_start")
+        if explicit is not None:
+            if explicit.kind == "fresh_start":
+                return ("fresh", 0, explicit)
+            resumed = [e for e in self.log.of("resumed") if e.step is not None]
+            step = max((e.step for e in resumed if e.step is not None), default=None)
+            if step is not None and step > 0:
+                best = next(e for e in resumed if e.step == step)
+                return ("resumed", step, best)
+            if step == 0:  # loading base weights at iteration 0 is a fresh start
+                return ("fresh", 0, next(e for e in resumed if e.step == 0))
+            if explicit.path:
+                return ("resumed", None, explicit)
+        if self.log.first("overwrite_output") is not None:
+            return ("fresh", 0, self.log.first("overwrite_output"))
+        prog = self.log.first("progress")
+        if prog is not None and prog.step is not None and prog.window == "head":
+            if prog.step <= 1:
+                return ("fresh", 0, prog)
+            return ("resumed", prog.step, prog)
+        return ("unknown", None, None)
+
+    def saves(self) -> list[LogEvent]:
+        if self.log is None:
+            return []
+        return [e for e in self.log.of("saved", "sigterm_flush") if e.step is not None]
+
+    def max_saved(self) -> int | None:
+        return max((e.step for e in self.saves() if e.step is not None), default=None)
+
+    def last_step(self) -> int | None:
+        if self.log is None:
+            return None
+        steps = [e.step for e in self.log.of("progress", "saved", "sigterm_flush") if e.step is not None]
+        return max(steps, default=None)
+
+    def ended_by_signal(self) -> bool:
+        return self.exit_code in (SIGTERM_EXIT, SIGKILL_EXIT) or self.reason in ("Evicted", "Preempted")
+
+
+@dataclass
+class Attempt:
+    index: int
+    runs: list[Run]
+    how: str  # initial | jobset-restart | container-restart | pod-replaced | resumed
+
+    @property
+    def started(self) -> str:
+        return min((r.started or r.pod.created for r in self.runs), default="")
+
+
+@dataclass
+class History:
+    attempts: list[Attempt] = field(default_factory=list)
+    earlier: list[dict[str, Any]] = field(default_factory=list)  # proof an earlier attempt existed
+    interruptions: list[dict[str, Any]] = field(default_factory=list)  # suspend/preempt/evict proof
+    jobset_restarts: int = 0
+
+    @property
+    def runs(self) -> list[Run]:
+        return [r for a in self.attempts for r in a.runs]
+
+    def later_runs(self) -> list[Run]:
+        """Runs that are not part of the very first start of the TrainJob."""
+        if not self.attempts:
+            return []
+        first_is_initial = self.attempts[0].how == "initial" and not self._first_attempt_lost()
+        start = 1 if first_is_initial else 0
+        return [r for a in self.attempts[start:] for r in a.runs]
+
+    def _first_attempt_lost(self) -> bool:
+        """Pods of the first attempt are gone, but evidence says it happened."""
+        if not self.attempts:
+            return bool(self.earlier)
+        first = self.attempts[0]
+        if any(r.restart_attempt > 0 for r in first.runs):
+            return True
+        return bool(self.interruptions) and all(
+            _after(r.pod.created, i.get("time", "")) for r in first.runs for i in self.interruptions if i.get("time")
+        )
+
+
+def _after(a: str, b: str) -> bool:
+    return bool(a and b and a > b)  # RFC 3339 UTC timestamps compare as text
+
+
+def _container_status(pod: Obj, name: str) -> dict[str, Any]:
+    for cs in pod.status.get("containerStatuses") or []:
+        if isinstance(cs, dict) and cs.get("name") == name:
+            return cs
+    return {}
+
+
+def _terminated(state: Any) -> dict[str, Any]:
+    if isinstance(state, dict):
+        t = state.get("terminated")
+        if isinstance(t, dict):
+            return t
+    return {}
+
+
+def _int(v: Any, default: int = 0) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+def trainer_container_name(pod: Obj) -> str:
+    names = [c.get("name") for c in pod.spec.get("containers") or [] if isinstance(c, dict)]
+    if TRAINER_CONTAINER in names or not names:
+        return TRAINER_CONTAINER
+    return str(names[0])
+
+
+def _log_gap(scope: Scope, pod: Obj, container: str, previous: bool) -> str:
+    gap = scope.snap.gap_for(
+        f"logs/{pod.name}/{container}{'.previous' if previous else ''}", f"logs/{pod.name}", "logs"
+    )
+    if gap is not None:
+        return gap.reason
+    return f"{'previous ' if previous else ''}log of {pod.name}/{container} not in the snapshot"
+
+
+def build_history(scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, LogSummary] | None = None) -> History:
+    h = History()
+    cache = log_cache if log_cache is not None else {}
+
+    def summary(ref: LogRef) -> LogSummary:
+        if ref not in cache:
+            cache[ref] = scan_log(ref, sigs)
+        return cache[ref]
+
+    runs: list[Run] = []
+    for pod in scope.trainer_pods():
+        cname = trainer_container_name(pod)
+        ra = _int(pod.labels.get(RESTART_ATTEMPT, pod.annotations.get(RESTART_ATTEMPT)))
+        cs = _container_status(pod, cname)
+        restarts = _int(cs.get("restartCount"))
+        cur_state = cs.get("state") or {}
+        term = _terminated(cur_state)
+        running = (cur_state.get("running") or {}) if isinstance(cur_state, dict) else {}
+        current = Run(
+            pod,
+            cname,
+            False,
+            ra,
+            restarts,
+            started=str(running.get("startedAt") or term.get("startedAt") or pod.created),
+            finished=str(term.get("finishedAt") or ""),
+            exit_code=term.get("exitCode"),
+            reason=str(term.get("reason") or pod.status.get("reason") or ""),
+        )
+        if restarts > 0:
+            last = _terminated(cs.get("lastState"))
+            prev = Run(
+                pod,
+                cname,
+                True,
+                ra,
+                restarts - 1,
+                started=str(last.get("startedAt") or pod.created),
+                finished=str(last.get("finishedAt") or ""),
+                exit_code=last.get("exitCode"),
+                reason=str(last.get("reason") or ""),
+            )
+            runs.append(prev)
+            h.earlier.append(
+                {
+                    "type": "field",
+                    "object": pod.ref(),
+                    "path": f"status.containerStatuses[name={cname}].restartCount",
+                    "value": restarts,
+                }
+            )
+        runs.append(current)
+        if ra >= 1:
+            h.earlier.append(
+                {"type": "field", "object": pod.ref(), "path": f"metadata.labels[{RESTART_ATTEMPT}]", "value": str(ra)}
+            )
+    for r in runs:
+        ref = scope.snap.logs.get((r.pod.name, r.container, r.previous))
+        if ref is None and not r.previous and r.container == TRAINER_CONTAINER:
+            ref = scope.snap.logs.get((r.pod.name, "node", False))
+        if ref is None:
+            r.log_gap = _log_gap(scope, r.pod, r.container, r.previous)
+            continue
+        s = summary(ref)
+        if s.binary:
+            r.log_gap = f"log of {r.label} is binary, not text"
+        elif s.empty:
+            r.log_gap = f"log of {r.label} is empty (rotated or not yet written)"
+        else:
+            r.log = s
+    _add_structural_evidence(scope, h)
+    _group(h, runs)
+    return h
+
+
+def _add_structural_evidence(scope: Scope, h: History) -> None:
+    js = scope.jobset
+    if js is not None:
+        h.jobset_restarts = _int(js.status.get("restarts"))
+        if h.jobset_restarts >= 1:
+            h.earlier.append(
+                {"type": "field", "object": js.ref(), "path": "status.restarts", "value": h.jobset_restarts}
+            )
+    tj = scope.trainjob
+    kueue_managed = tj is not None and (QUEUE_LABEL in tj.labels)
+    preempted = False
+    for w in scope.workloads:
+        for c in w.conditions():
+            if c.get("type") in ("Evicted", "Preempted", "Requeued") and c.get("status") == "True":
+                preempted = True
+                item = {
+                    "type": "condition",
+                    "object": w.ref(),
+                    "conditionType": c.get("type"),
+                    "status": "True",
+                    "reason": c.get("reason", ""),
+                    "message": c.get("message", ""),
+                    "time": c.get("lastTransitionTime", ""),
+                }
+                h.earlier.append(_strip_time(item))
+                h.interruptions.append(item)
+    if tj is not None:
+        cond = tj.condition("Suspended")
+        if cond is not None and cond.get("reason") == "Resumed" and (not kueue_managed or preempted):
+            item = {
+                "type": "condition",
+                "object": tj.ref(),
+                "conditionType": "Suspended",
+                "status": str(cond.get("status")),
+                "reason": "Resumed",
+                "message": cond.get("message", ""),
+                "time": cond.get("lastTransitionTime", ""),
+            }
+            h.earlier.append(_strip_time(item))
+            h.interruptions.append(item)
+    for ev in scope.events:
+        f = event_fields(ev)
+        if f["reason"] in ("RestartJobSetFailurePolicyAction", "Preempted", "Evicted", "SuspendedJobs"):
+            item = {
+                "type": "event",
+                "object": f["object"],
+                "reason": f["reason"],
+                "message": f["message"],
+                "count": f["count"],
+                "lastTimestamp": f["lastTimestamp"],
+                "time": f["lastTimestamp"],
+            }
+            h.earlier.append(_strip_time(item))
+            if f["reason"] != "RestartJobSetFailurePolicyAction":
+                h.interruptions.append(item)
+    for p in scope.pods:
+        if p.status.get("reason") == "Evicted":
+            item = {"type": "field", "object": p.ref(), "path": "status.reason", "value": "Evicted"}
+            h.interruptions.append(item)
+
+
+def _strip_time(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != "time"}
+
+
+def _group(h: History, runs: list[Run]) -> None:
+    runs.sort(key=Run.sort_key)
+    # generation: successive pods for the same (restart attempt, completion index)
+    seen: dict[tuple[int, str], int] = {}
+    for r in runs:
+        if r.previous:
+            continue
+        idx = str(r.pod.labels.get(COMPLETION_INDEX, r.pod.annotations.get(COMPLETION_INDEX, r.pod.name)))
+        key = (r.restart_attempt, idx)
+        r.generation = seen.get(key, -1) + 1
+        seen[key] = r.generation
+    for r in runs:
+        if r.previous:
+            twin = next((x for x in runs if x.pod is r.pod and not x.previous), None)
+            r.generation = twin.generation if twin else 0
+    groups: dict[tuple[int, int, int], list[Run]] = {}
+    for r in runs:
+        groups.setdefault((r.restart_attempt, r.generation, r.instance), []).append(r)
+    prev_key: tuple[int, int, int] | None = None
+    for i, key in enumerate(sorted(groups)):
+        if prev_key is None:
+            how = "initial" if key == (0, 0, 0) else _how(key, (0, 0, 0), h)
+        else:
+            how = _how(key, prev_key, h)
+        for r in groups[key]:
+            r.attempt = i
+        h.attempts.append(Attempt(i, groups[key], how))
+        prev_key = key
+
+
+def _how(key: tuple[int, int, int], prev: tuple[int, int, int], h: History) -> str:
+    if key[0] > prev[0]:
+        return "jobset-restart"
+    if key[1] > prev[1]:
+        return "resumed" if h.interruptions else "pod-replaced"
+    return "container-restart"

@@ -1,0 +1,136 @@
+"""Facts: one object per diagnosis, computed lazily and once, that every check reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ckpt_doctor.facts.attempts import History, build_history
+from ckpt_doctor.facts.logs import Signature, load_signatures
+from ckpt_doctor.facts.overrides import TrainerJob, find_trainer_job, merged_trainer_pod_spec, pod_container
+from ckpt_doctor.facts.program import Text, TrainerSpec, texts
+from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs
+from ckpt_doctor.facts.versions import TrainerVersion, trainer_version
+from ckpt_doctor.scope import Scope
+from ckpt_doctor.snapshot import Obj
+
+NEEDS_CLUSTER = "needs cluster evidence (pods, events, logs); lint sees only manifests"
+
+
+@dataclass
+class Facts:
+    scope: Scope
+    mode: str = "diagnose"  # diagnose | lint | explain-error
+    version_flag: str | None = None
+    signatures: list[Signature] | None = None
+    error_text: str | None = None
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)  # rule id -> param overrides
+
+    # -- inputs ---------------------------------------------------------------------------------
+    def missing(self, need: str) -> str | None:
+        """Why input `need` is unavailable, or None when it is there."""
+        sc, snap = self.scope, self.scope.snap
+        cluster_only = need in ("jobset", "pods", "events", "logs")
+        if self.mode == "lint" and cluster_only:
+            return NEEDS_CLUSTER
+        if need == "error-text":
+            return None if self.error_text else "no error text given"
+        if self.mode == "explain-error":
+            return "explain-error reads only the error text"
+        if need == "trainjob":
+            return None if sc.trainjob is not None else "no TrainJob in the input"
+        if need == "runtime":
+            if sc.runtime is not None:
+                return None
+            gap = snap.gap_for("trainingruntimes", "clustertrainingruntimes", "runtime")
+            return gap.reason if gap else (sc.runtime_missing or "no runtime in the input")
+        if need == "jobset":
+            if sc.jobset is not None:
+                return None
+            gap = snap.gap_for("jobsets", "jobset")
+            return gap.reason if gap else "the JobSet is not in the snapshot (not created yet, or deleted)"
+        if need == "pods":
+            gap = snap.gap_for("pods")
+            if gap:
+                return f"pods not collected: {gap.reason}"
+            return None if sc.pods else "no pods of this TrainJob in the snapshot"
+        if need == "events":
+            gap = snap.gap_for("events")
+            return f"events not collected: {gap.reason}" if gap else None
+        if need == "logs":
+            gap = snap.gap_for("logs")
+            if gap:
+                return f"logs not collected: {gap.reason}"
+            return None
+        if need == "pvcs":
+            gap = snap.gap_for("persistentvolumeclaims", "pvcs")
+            return f"PVCs not collected: {gap.reason}" if gap else None
+        return None
+
+    # -- derived facts --------------------------------------------------------------------------
+    @cached_property
+    def version(self) -> TrainerVersion:
+        return trainer_version(self.scope, self.version_flag)
+
+    @cached_property
+    def sigs(self) -> list[Signature]:
+        return self.signatures if self.signatures is not None else load_signatures()
+
+    @cached_property
+    def history(self) -> History:
+        return build_history(self.scope, self.sigs)
+
+    @cached_property
+    def trainer_job(self) -> TrainerJob | None:
+        return find_trainer_job(self.scope.runtime)
+
+    @cached_property
+    def intended(self) -> TrainerSpec | None:
+        """The trainer container the runtime and the TrainJob's overrides describe."""
+        rt = self.scope.runtime
+        if rt is None:
+            return None
+        pod_spec, node = merged_trainer_pod_spec(self.scope, self.version)
+        tj = self.trainer_job
+        if node is None and tj is not None and tj.pod_spec.get("containers"):
+            node = next(iter(c for c in pod_spec.get("containers") or [] if isinstance(c, dict)), None)
+        base = f"{tj.path}.template.spec.template.spec" if tj is not None else "spec.template"
+        return TrainerSpec(pod_spec, node, rt.ref(), base, from_pod=False)
+
+    @cached_property
+    def pod_specs(self) -> list[TrainerSpec]:
+        """The trainer container of every trainer pod, newest attempt first."""
+        out = []
+        for pod in sorted(self.scope.trainer_pods(), key=lambda p: p.created, reverse=True):
+            c = pod_container(pod) or next(iter(pod.spec.get("containers") or []), None)
+            out.append(TrainerSpec(pod.spec, c, pod.ref(), "spec", from_pod=True))
+        return out
+
+    @cached_property
+    def spec(self) -> TrainerSpec | None:
+        """What the trainer actually runs: the newest pod, else the intended spec."""
+        return self.pod_specs[0] if self.pod_specs else self.intended
+
+    @cached_property
+    def texts(self) -> list[Text]:
+        return texts(self.spec, self.scope) if self.spec is not None else []
+
+    @cached_property
+    def ckpt_dirs(self) -> list[CkptDir]:
+        return checkpoint_dirs(self.spec, self.texts, self.scope) if self.spec is not None else []
+
+    @property
+    def ckpt_dir(self) -> CkptDir | None:
+        return self.ckpt_dirs[0] if self.ckpt_dirs else None
+
+    def param(self, rule_id: str, name: str, default: Any) -> Any:
+        return self.params.get(rule_id, {}).get(name, default)
+
+    # -- subjects -------------------------------------------------------------------------------
+    def subject(self) -> dict[str, Any] | None:
+        obj: Obj | None = self.scope.trainjob or self.scope.runtime
+        return obj.subject() if obj is not None else None
+
+    def runtime_subject(self) -> dict[str, Any] | None:
+        return self.scope.runtime.subject() if self.scope.runtime is not None else self.subject()

@@ -1,0 +1,40 @@
+"""One-line descriptions of evidence items, shared by the text and Markdown renderers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _short(v: Any, limit: int = 160) -> str:
+    s = v if isinstance(v, str) else json.dumps(v, default=str, ensure_ascii=False)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def describe(ev: dict[str, Any]) -> str:
+    t = ev.get("type")
+    if t == "field":
+        value = ev.get("value")
+        return f"{ev.get('object')} {ev.get('path')}" + (f" = {_short(value)}" if value is not None else "")
+    if t == "event":
+        count = ev.get("count")
+        times = f" ×{count}" if count and count != 1 else ""
+        return f"event {ev.get('reason')}{times} on {ev.get('object')}: {_short(ev.get('message'))}"
+    if t == "log":
+        prev = " (previous)" if ev.get("previous") else ""
+        line = f":{ev['line']}" if ev.get("line") else ""
+        att = f" [attempt {ev['attempt']}]" if ev.get("attempt") is not None else ""
+        return f"log {ev.get('pod')}/{ev.get('container')}{prev}{line}{att}: {_short(ev.get('text'))}"
+    if t == "condition":
+        return (
+            f"{ev.get('object')} condition {ev.get('conditionType')}={ev.get('status')}"
+            f" reason={ev.get('reason')}: {_short(ev.get('message'))}"
+        )
+    if t == "file":
+        return f"{ev.get('path')}:{ev.get('line', '?')}" + (f": {_short(ev['text'])}" if ev.get("text") else "")
+    if t == "absence":
+        where = f" in {ev['where']}" if ev.get("where") else ""
+        return f"missing: {ev.get('what')}{where}"
+    if t == "text":
+        return f"error text: {_short(ev.get('text'), 240)}"
+    return _short(ev)

@@ -1,0 +1,70 @@
+"""Markdown, for incident channels and post-incident reviews."""
+
+from __future__ import annotations
+
+from ckpt_doctor.engine.model import Finding
+from ckpt_doctor.engine.walk import Diagnosis
+from ckpt_doctor.report.evidence import describe
+
+
+def _md_escape(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def _finding(f: Finding, level: str = "###") -> list[str]:
+    lines = [
+        f"{level} {f.rule.title}",
+        "",
+        f"`{f.rule.id}` · {f.rule.kind} · **{f.rule.severity}**"
+        + (f" · {f.result.confidence} confidence" if f.status == "fail" else ""),
+        "",
+    ]
+    if f.result.detail:
+        lines += [f.result.detail, ""]
+    lines += [f.rule.explanation, ""]
+    if f.result.evidence:
+        lines.append("Evidence:")
+        lines += [f"- `{_md_escape(describe(ev))}`" for ev in f.result.evidence]
+        lines.append("")
+    lines += [f"**Fix:** {f.result.fix or f.rule.fix}", ""]
+    return lines
+
+
+def render(diag: Diagnosis) -> str:
+    f = diag.facts
+    tgt = f.scope.target()
+    title = f"TrainJob `{tgt['namespace']}/{tgt['name']}`" if tgt else "manifests"
+    s = diag.summary()
+    lines = [
+        f"# ckpt-doctor: {title}",
+        "",
+        f"Trainer {f.version.version} ({f.version.why}). "
+        f"{s['fail']} failed, {s['pass']} passed, {s['notEvaluated']} not evaluated.",
+        "",
+    ]
+    if diag.verdict:
+        lines += ["## Verdict", ""]
+        for e in diag.verdict:
+            causes = ", ".join(f"`{c.rule.id}`" for c in e.causes) or "no cause found among evaluated rules"
+            lines.append(f"- **{e.symptom.rule.title}** (`{e.symptom.rule.id}`) ← {causes}")
+        lines.append("")
+        for e in diag.verdict:
+            lines += _finding(e.symptom, "## Symptom:")
+            for c in e.causes:
+                lines += _finding(c, "###")
+    if diag.latent:
+        lines += ["## Latent risks", ""]
+        for c in diag.latent:
+            lines += _finding(c, "###")
+    if not diag.failed():
+        lines += ["No failing symptom or cause.", ""]
+    ne = diag.not_evaluated()
+    if ne:
+        lines += ["## Not evaluated", "", "| rule | why |", "|---|---|"]
+        lines += [f"| `{n.rule.id}` | {_md_escape(n.result.reason or '')} |" for n in ne]
+        lines.append("")
+    if f.scope.snap.not_collected:
+        lines += ["## Not collected", ""]
+        lines += [f"- {g.what}: {g.reason}" for g in f.scope.snap.not_collected]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,239 @@
+"""The Snapshot: everything known about a cluster slice, whatever it came from.
+
+A live collection, an offline bundle and a folder of manifests all produce a Snapshot:
+Kubernetes objects (plain dicts, wrapped in `Obj` for typed access), container logs, and the
+list of things that could not be collected and why.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TRAINER_GROUP = "trainer.kubeflow.org"
+JOBSET_GROUP = "jobset.x-k8s.io"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an object was read from (for lint findings and error messages)."""
+
+    file: str
+    line: int | None = None
+
+
+@dataclass
+class Obj:
+    """A Kubernetes object as a dict, with the accessors every rule needs."""
+
+    raw: dict[str, Any]
+    origin: Origin | None = None
+
+    @property
+    def kind(self) -> str:
+        return str(self.raw.get("kind", ""))
+
+    @property
+    def api_version(self) -> str:
+        return str(self.raw.get("apiVersion", ""))
+
+    @property
+    def group(self) -> str:
+        av = self.api_version
+        return av.split("/", 1)[0] if "/" in av else ""
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        m = self.raw.get("metadata")
+        return m if isinstance(m, dict) else {}
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get("name", ""))
+
+    @property
+    def namespace(self) -> str | None:
+        ns = self.meta.get("namespace")
+        return str(ns) if ns else None
+
+    @property
+    def uid(self) -> str | None:
+        uid = self.meta.get("uid")
+        return str(uid) if uid else None
+
+    @property
+    def labels(self) -> dict[str, str]:
+        lab = self.meta.get("labels")
+        return lab if isinstance(lab, dict) else {}
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        ann = self.meta.get("annotations")
+        return ann if isinstance(ann, dict) else {}
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        s = self.raw.get("spec")
+        return s if isinstance(s, dict) else {}
+
+    @property
+    def status(self) -> dict[str, Any]:
+        s = self.raw.get("status")
+        return s if isinstance(s, dict) else {}
+
+    @property
+    def created(self) -> str:
+        return str(self.meta.get("creationTimestamp") or "")
+
+    def ref(self) -> str:
+        """`Kind/namespace/name` (or `Kind/name` for cluster objects), as evidence cites it."""
+        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else f"{self.kind}/{self.name}"
+
+    def subject(self) -> dict[str, Any]:
+        s: dict[str, Any] = {"kind": self.kind, "namespace": self.namespace, "name": self.name}
+        if self.origin is not None:
+            s["file"] = self.origin.file
+            if self.origin.line:
+                s["line"] = self.origin.line
+        return s
+
+    def conditions(self) -> list[dict[str, Any]]:
+        conds = self.status.get("conditions")
+        return [c for c in conds if isinstance(c, dict)] if isinstance(conds, list) else []
+
+    def condition(self, ctype: str) -> dict[str, Any] | None:
+        for c in self.conditions():
+            if c.get("type") == ctype:
+                return c
+        return None
+
+
+class LogRef:
+    """One container log (current or previous instance), read through bounded windows.
+
+    Facts only ever need the head and the tail of a log, so a reader never loads a whole
+    multi-gigabyte file: cost grows with the number of logs, not with their size.
+    """
+
+    def __init__(
+        self,
+        pod: str,
+        container: str,
+        previous: bool,
+        path: Path | None = None,
+        head: bytes | None = None,
+        tail: bytes | None = None,
+        size: int | None = None,
+        namespace: str | None = None,
+    ) -> None:
+        self.pod = pod
+        self.container = container
+        self.previous = previous
+        self.path = path
+        self._head = head
+        self._tail = tail
+        self._size = size
+        self.namespace = namespace
+
+    @property
+    def size(self) -> int | None:
+        if self.path is not None:
+            return os.path.getsize(self.path)
+        return self._size
+
+    def read_head(self, limit: int) -> bytes:
+        if self.path is not None:
+            with open(self.path, "rb") as f:
+                return f.read(limit)
+        return (self._head or b"")[:limit]
+
+    def read_tail(self, limit: int) -> bytes:
+        """The last `limit` bytes (or the whole log when it is smaller)."""
+        if self.path is not None:
+            with open(self.path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                end = f.tell()
+                f.seek(max(0, end - limit))
+                return f.read(limit)
+        data = self._tail if self._tail is not None else (self._head or b"")
+        return data[-limit:]
+
+    def is_whole(self, limit: int) -> bool:
+        """True when head and tail windows of `limit` bytes cover the entire log."""
+        size = self.size
+        if size is not None:
+            return size <= limit
+        return self._tail is None
+
+    def __repr__(self) -> str:
+        prev = ".previous" if self.previous else ""
+        return f"LogRef({self.pod}/{self.container}{prev})"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Something that could not be collected, and why (bundle.yaml `notCollected`)."""
+
+    what: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"what": self.what, "reason": self.reason}
+
+
+LogKey = tuple[str, str, bool]  # (pod, container, previous)
+
+
+@dataclass
+class Snapshot:
+    objects: list[Obj] = field(default_factory=list)
+    logs: dict[LogKey, LogRef] = field(default_factory=dict)
+    not_collected: list[Gap] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    source: str = "bundle"  # bundle | live | manifests
+    location: str = ""
+
+    def __post_init__(self) -> None:
+        self._by_kind: dict[str, list[Obj]] | None = None
+
+    def add(self, obj: Obj) -> None:
+        self.objects.append(obj)
+        self._by_kind = None
+
+    def extend(self, objs: Iterable[Obj]) -> None:
+        for o in objs:
+            self.add(o)
+
+    def of_kind(self, *kinds: str) -> list[Obj]:
+        if self._by_kind is None:
+            idx: dict[str, list[Obj]] = defaultdict(list)
+            for o in self.objects:
+                idx[o.kind].append(o)
+            self._by_kind = idx
+        out: list[Obj] = []
+        for k in kinds:
+            out.extend(self._by_kind.get(k, ()))
+        return out
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
+        for o in self.of_kind(kind):
+            if o.name == name and (namespace is None or o.namespace in (None, namespace)):
+                return o
+        return None
+
+    def gap_for(self, *whats: str) -> Gap | None:
+        """The first recorded gap whose `what` names any of `whats` (prefix match)."""
+        for g in self.not_collected:
+            for w in whats:
+                if g.what == w or g.what.startswith(w + "/") or g.what.startswith(w + " "):
+                    return g
+        return None
+
+    def logs_of(self, pod: str) -> Iterator[LogRef]:
+        for (p, _c, _prev), ref in self.logs.items():
+            if p == pod:
+                yield ref

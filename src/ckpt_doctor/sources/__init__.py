@@ -1,0 +1,1 @@
+"""Where Snapshots come from: bundles, manifests, the live cluster."""

@@ -1,0 +1,153 @@
+"""Reading an evidence bundle (contracts.md §2): a folder or a .tar.gz of one."""
+
+from __future__ import annotations
+
+import tarfile
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ckpt_doctor.errors import InputError
+from ckpt_doctor.snapshot import Gap, LogRef, Obj, Origin, Snapshot
+from ckpt_doctor.yamlio import kube_objects
+
+OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
+MAX_OBJECT_FILE = 512 * 1024 * 1024
+
+
+@contextmanager
+def bundle_dir(path: str | Path):
+    """Yield a directory holding the bundle; archives are extracted safely to a temp dir."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file or directory", str(p))
+    if p.is_dir():
+        yield p
+        return
+    if not p.is_file():
+        raise InputError("not a directory or a .tar.gz archive", str(p))
+    try:
+        tf = tarfile.open(p, "r:*")
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise InputError(f"unreadable archive ({e}); expected a directory or a .tar.gz", str(p)) from None
+    with tf, tempfile.TemporaryDirectory(prefix="ckpt-doctor-") as tmp:
+        try:
+            tf.extractall(tmp, filter="data")
+        except tarfile.FilterError as e:
+            raise InputError(f"archive member refused: {e}", str(p)) from None
+        except (tarfile.TarError, OSError, EOFError) as e:
+            raise InputError(f"broken archive: {e}", str(p)) from None
+        root = Path(tmp)
+        entries = [e for e in root.iterdir()]
+        # A tar of a folder holds one top-level directory: use it as the root.
+        if len(entries) == 1 and entries[0].is_dir() and not (root / "bundle.yaml").exists():
+            root = entries[0]
+        yield root
+
+
+def _log_key(rel: Path) -> tuple[str, str, bool] | None:
+    """Map a path under logs/ to (pod, container, previous) per the bundle layout."""
+    parts = rel.parts
+    name = parts[-1]
+    if not name.endswith(".log"):
+        return None
+    stem = name[: -len(".log")]
+    previous = stem.endswith(".previous")
+    if previous:
+        stem = stem[: -len(".previous")]
+    if len(parts) == 1:
+        return (stem, "node", previous)
+    if len(parts) == 2:
+        return (parts[0], stem, previous)
+    return None
+
+
+def read_objects_file(path: Path, display: str) -> list[Obj]:
+    try:
+        if path.stat().st_size > MAX_OBJECT_FILE:
+            raise InputError("object file larger than 512 MiB; split it", display)
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"unreadable: {e.strerror}", display) from None
+    if b"\x00" in data[:8192]:
+        raise InputError("binary file where Kubernetes YAML/JSON was expected", display)
+    text = data.decode("utf-8", errors="replace")
+    return [Obj(raw, Origin(display)) for raw in kube_objects(text, display)]
+
+
+def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
+    """Read a bundle into a Snapshot.
+
+    Logs are referenced by path and read lazily, so for an archive the extracted folder must
+    outlive the Snapshot: `open_bundle` handles that.
+    """
+    root = Path(path) if keep_dir is None else keep_dir
+    snap = Snapshot(source="bundle", location=str(path))
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    for f in files:
+        rel = f.relative_to(root)
+        if rel.parts[0] == "logs":
+            key = _log_key(Path(*rel.parts[1:]))
+            if key is not None:
+                snap.logs[key] = LogRef(key[0], key[1], key[2], path=f)
+            continue
+        if f.suffix.lower() not in OBJECT_SUFFIXES:
+            continue
+        display = str(rel)
+        objs = read_objects_file(f, display)
+        for o in objs:
+            if o.kind == "Bundle" and o.api_version.startswith("ckpt-doctor/"):
+                _apply_meta(snap, o.raw, display)
+            else:
+                snap.add(o)
+        if rel == Path("bundle.yaml") and not objs:
+            _read_plain_meta(snap, f, display)
+    for pod in snap.of_kind("Pod"):
+        for ref in snap.logs_of(pod.name):
+            ref.namespace = pod.namespace
+    return snap
+
+
+def _read_plain_meta(snap: Snapshot, f: Path, display: str) -> None:
+    """bundle.yaml written by hand without apiVersion/kind is still metadata."""
+    from ckpt_doctor.yamlio import iter_documents
+
+    for doc in iter_documents(f.read_text(errors="replace"), display):
+        if isinstance(doc, dict):
+            _apply_meta(snap, doc, display)
+
+
+def _apply_meta(snap: Snapshot, raw: dict[str, Any], display: str) -> None:
+    snap.meta = raw
+    gaps = raw.get("notCollected") or []
+    if not isinstance(gaps, list):
+        raise InputError("notCollected must be a list of {what, reason}", display)
+    for g in gaps:
+        if isinstance(g, dict) and g.get("what"):
+            snap.not_collected.append(Gap(str(g["what"]), str(g.get("reason") or "not collected")))
+
+
+class OpenBundle:
+    """Context manager: `with open_bundle(p) as snap:` keeps an extracted archive alive."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self._cm = None
+
+    def __enter__(self) -> Snapshot:
+        self._cm = bundle_dir(self.path)
+        root = self._cm.__enter__()
+        try:
+            return load_bundle(self.path, keep_dir=root)
+        except BaseException:
+            self._cm.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        if self._cm is not None:
+            self._cm.__exit__(*exc)
+
+
+def open_bundle(path: str | Path) -> OpenBundle:
+    return OpenBundle(path)

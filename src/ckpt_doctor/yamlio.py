@@ -1,0 +1,107 @@
+"""Loading Kubernetes documents from YAML or JSON text, defensively.
+
+Bundles come from users and clusters: documents may be malformed, may be a `kind: List`,
+may be a multi-document stream, and may contain alias bombs. Everything here either returns
+plain dicts or raises InputError naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from ckpt_doctor.errors import InputError
+
+# An expanded document larger than this many nodes is refused (an alias bomb expands
+# exponentially; a real kubectl dump of 20k events is ~2M nodes).
+MAX_EXPANDED_NODES = 20_000_000
+
+
+def _yaml() -> YAML:
+    y = YAML(typ="safe", pure=False)
+    y.allow_duplicate_keys = True
+    return y
+
+
+def expanded_size(value: Any) -> int:
+    """Node count of `value` with shared (aliased) sub-trees counted every time they occur.
+
+    Computed over unique containers only, so a billion-laughs document is measured, not expanded.
+    """
+    memo: dict[int, int] = {}
+
+    def size(v: Any, depth: int) -> int:
+        if depth > 200:
+            raise InputError("document nests deeper than 200 levels")
+        if isinstance(v, dict | list):
+            key = id(v)
+            if key in memo:
+                return memo[key]
+            items = v.values() if isinstance(v, dict) else v
+            total = 1 + sum(size(i, depth + 1) for i in items)
+            memo[key] = total
+            return total
+        return 1
+
+    return size(value, 0)
+
+
+def iter_documents(text: str, where: str) -> Iterator[Any]:
+    """Yield the documents of a YAML stream or a JSON text."""
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}", where) from None
+        yield doc
+        return
+    try:
+        docs = list(_yaml().load_all(text))
+    except YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        raise InputError(f"malformed YAML{at}: {problem}", where) from None
+    except (RecursionError, ValueError, TypeError) as e:
+        raise InputError(f"unreadable YAML: {e}", where) from None
+    for doc in docs:
+        if doc is None:
+            continue
+        if expanded_size(doc) > MAX_EXPANDED_NODES:
+            raise InputError("YAML aliases expand to an enormous document (alias bomb?); refusing it", where)
+        yield doc
+
+
+def kube_objects(text: str, where: str) -> Iterator[dict[str, Any]]:
+    """Yield Kubernetes objects from text, flattening `kind: List` / `*List` wrappers.
+
+    Documents that are not objects (scalars, lists of scalars, dicts without kind) are
+    skipped silently: the caller decides whether a file with none is an error.
+    """
+    for doc in iter_documents(text, where):
+        yield from _flatten(doc)
+
+
+def _flatten(doc: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(doc, list):
+        for item in doc:
+            yield from _flatten(item)
+        return
+    if not isinstance(doc, dict):
+        return
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        item_kind = kind[: -len("List")] if kind != "List" else None
+        for item in doc["items"]:
+            if isinstance(item, dict):
+                if item_kind and "kind" not in item:
+                    item = {**item, "kind": item_kind, "apiVersion": doc.get("apiVersion")}
+                yield from _flatten(item)
+        return
+    if isinstance(kind, str) and isinstance(doc.get("apiVersion"), str):
+        yield doc
