@@ -485,7 +485,7 @@ def test_writes_bump_resource_version_and_notify(kube: FakeKube, api: client.Api
     assert kube.get("pods", NS, POD1) is None
     with pytest.raises(ApiException) as e:
         core.create_namespaced_config_map("nowhere", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="c")))
-    assert e.value.status == 404 and 'namespaces "nowhere" not found' in e.value.body
+    assert e.value.status == 404 and json.loads(e.value.body)["message"] == 'namespaces "nowhere" not found'
 
 
 # ---- discovery, bundles, kubectl, CLI ----------------------------------------------------------------

@@ -37,7 +37,8 @@ def uses(facts: Facts, framework: str) -> bool:
     pats = {
         "hf": r"\bTrainingArguments\b|\bTrainer\(|\bSFTTrainer\b|from transformers import|run_clm\.py|"
         r"--per_device_train_batch_size|\bsave_steps\b",
-        "llamafactory": r"llamafactory-cli|\bllamafactory\b|\bfinetuning_type\s*:|\bstage\s*:\s*(?:sft|pt|dpo|rm|ppo|kto)",
+        "llamafactory": r"llamafactory-cli|\bllamafactory\b|\bfinetuning_type\s*:|"
+        r"\bstage\s*:\s*(?:sft|pt|dpo|rm|ppo|kto)",
         "megatron": r"pretrain_gpt\.py|posttrain_gpt\.py|\bmegatron\b|--tensor-model-parallel-size|--save-interval",
         "training-hub": r"\btraining_hub\b|from training_hub|\bckpt_output_dir\b",
     }[framework]

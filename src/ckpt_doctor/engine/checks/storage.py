@@ -99,7 +99,7 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
         if e.path
     }
     for r in h.later_runs():
-        kind, _s, ev = r.start()
+        _kind, _s, ev = r.start()
         if ev is None or not ev.path:
             continue
         looked = ev.path.rsplit("/checkpoint-", 1)[0].rstrip("/")

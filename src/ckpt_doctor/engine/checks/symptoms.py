@@ -49,7 +49,7 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
             return ok(reason="the earlier attempt never trained past step 1, so starting at step 0 is expected")
         r, ev = fresh[0]
         inferred = ev is not None and ev.kind == "progress"
-        evidence = h.earlier[:3] + [_log_ev(r, ev)]
+        evidence = [*h.earlier[:3], _log_ev(r, ev)]
         how = facts.history.attempts[r.attempt].how
         detail = (
             f"attempt {r.attempt} ({how}, pod {r.pod.name}) started training from step 0"
