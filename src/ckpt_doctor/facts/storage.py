@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckpt_doctor.facts.program import Text, TrainerSpec, shell_script
+from ckpt_doctor.facts.program import VAR_REF, Text, TrainerSpec, shell_script
 from ckpt_doctor.scope import Scope
 from ckpt_doctor.snapshot import Obj
 
@@ -36,7 +36,7 @@ KV_RX = re.compile(
     re.M,
 )
 DYNAMIC_RX = re.compile(
-    r"\$\{?(?:HOSTNAME|POD_NAME|RANDOM|MY_POD_NAME)\}?|\$\((?:hostname|date|uuidgen|cat /proc/sys/kernel/random/uuid)"
+    r"\$[{(]?(?:HOSTNAME|POD_NAME|RANDOM|MY_POD_NAME)[})]?|\$\((?:hostname|date|uuidgen|cat /proc/sys/kernel/random/uuid)"
     r"[^)]*\)|`(?:hostname|date)[^`]*`|<fieldRef:metadata\.(?:name|uid)>|time\.time\(\)|datetime\.now\(\)|uuid4\(\)"
 )
 SHELL_VAR = re.compile(r"\$\{(?P<a>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<d>[^}]*))?\}|\$(?P<b>[A-Za-z_][A-Za-z0-9_]*)")
@@ -130,7 +130,8 @@ def candidates(spec: TrainerSpec, texts_: list[Text]) -> list[CkptDir]:
 
 def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope) -> None:
     env = spec.env()
-    value = expand(cd.raw, env)
+    # kubelet expands $(VAR) in env values and args before the shell sees $VAR / ${VAR}
+    value = expand(VAR_REF.sub(lambda m: env.get(m.group(1), m.group(0)), cd.raw), env)
     dyn = DYNAMIC_RX.search(value) or DYNAMIC_RX.search(cd.raw)
     if dyn:
         cd.dynamic = dyn.group(0)

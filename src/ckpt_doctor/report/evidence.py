@@ -8,6 +8,7 @@ from typing import Any
 
 def _short(v: Any, limit: int = 160) -> str:
     s = v if isinstance(v, str) else json.dumps(v, default=str, ensure_ascii=False)
+    s = " ⏎ ".join(part.strip() for part in s.strip().splitlines()) if "\n" in s else s
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 

@@ -37,7 +37,10 @@ def build(diag: Diagnosis, verbose: bool = False) -> Text:
                 out.append(f"  not evaluated, could also explain it: {', '.join(e.unexplored)}\n", "dim")
     elif not diag.failed():
         out.append("\nNo failing symptom or cause.", "bold green")
-        out.append(" Checked what the snapshot holds; see 'not evaluated' below for what it could not.\n")
+        if diag.not_evaluated():
+            out.append(" Some rules could not be evaluated: see below; this is not an all-clear for them.\n")
+        else:
+            out.append(" Every rule was evaluated against what the snapshot holds.\n")
     if diag.latent:
         out.append("\nLATENT RISKS", "bold")
         out.append(" (causes that fail without a visible symptom yet)\n")

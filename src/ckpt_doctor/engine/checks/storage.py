@@ -90,30 +90,37 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
             [ev for _o, (_p, ev) in items[:4]],
             f"trainer pods use different checkpoint directories: {', '.join(sorted(paths))}",
         )
-    # from logs: saves in one directory, a later attempt looking in another
+    # from logs: attempts saving into different directories
     h = facts.history
-    saved_dirs = {
-        (r.attempt, e.path.rsplit("/checkpoint-", 1)[0].rsplit("/iter_", 1)[0], id(e)): (r, e)
-        for r in h.runs
-        for e in r.saves()
-        if e.path
-    }
-    for r in h.later_runs():
-        _kind, _s, ev = r.start()
-        if ev is None or not ev.path:
-            continue
-        looked = ev.path.rsplit("/checkpoint-", 1)[0].rstrip("/")
-        for (att, d, _i), (sr, se) in saved_dirs.items():
-            if att < r.attempt and d.rstrip("/") != looked and not looked.startswith(d.rstrip("/") + "/"):
-                assert sr.log is not None and r.log is not None
-                return fail(
-                    facts.subject(),
-                    [se.evidence(sr.log.ref, sr.attempt), ev.evidence(r.log.ref, r.attempt)],
-                    f"attempt {sr.attempt} saved under {d}, attempt {r.attempt} looked in {looked}",
-                )
+    first_dir: dict[str, tuple[object, object]] = {}
+    for r in h.runs:
+        for e in r.saves():
+            if not e.path:
+                continue
+            d = _parent_dir(e.path)
+            if first_dir and d not in first_dir:
+                (sr, se) = next(iter(first_dir.values()))
+                if sr.attempt < r.attempt:  # type: ignore[attr-defined]
+                    return fail(
+                        facts.subject(),
+                        [
+                            se.evidence(sr.log.ref, sr.attempt),  # type: ignore[attr-defined]
+                            e.evidence(r.log.ref, r.attempt),
+                        ],  # type: ignore[union-attr]
+                        f"attempt {sr.attempt} saved under {next(iter(first_dir))}, "  # type: ignore[attr-defined]
+                        f"attempt {r.attempt} under {d}",
+                    )
+            first_dir.setdefault(d, (r, e))
     if cd is None and not per_pod:
         return skip("no checkpoint directory found in env, args or config")
     return ok(reason="the checkpoint directory is fixed and the same for every attempt in the snapshot")
+
+
+def _parent_dir(path: str) -> str:
+    for marker in ("/checkpoint-", "/iter_", "/global_step"):
+        if marker in path:
+            return path.rsplit(marker, 1)[0].rstrip("/")
+    return path.rstrip("/")
 
 
 def _claim(facts: Facts) -> tuple[str | None, Any]:
