@@ -1,8 +1,8 @@
 """FakeKube: an in-memory Kubernetes API server on loopback HTTP, for tests. Standard library only.
 
-The store keeps one immutable JSON-shaped dict per object, keyed by (store, namespace, name), and a
-bounded history of changes (for watches that resume from a resourceVersion). Every write, through
-HTTP or through the Python methods, bumps the global resourceVersion and wakes the open watches.
+The store keeps one immutable JSON-shaped dict per object, keyed by (store, namespace, name), and a bounded
+history of changes for watches that resume from a resourceVersion. Every write, through HTTP or through the
+Python methods, bumps the global resourceVersion and wakes the open watches.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import base64
 import copy
 import json
 import queue
-import secrets
 import shutil
 import tarfile
 import tempfile
@@ -33,43 +32,35 @@ from .discovery import RESOURCES, SUBRESOURCE_VERBS, ResourceType
 
 DEFAULT_USER = "system:serviceaccount:default:fake"
 Obj = dict[str, Any]
+Select = Callable[[Obj | None], Obj | None]
 _CHUNK = 64 * 1024
-_REASONS = {
-    400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
-    409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests",
-    500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout",
-}
+_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
+            409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests",
+            500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
 
 
 class ApiError(Exception):
     """An error answered as a Kubernetes ``Status`` object."""
 
-    def __init__(self, code: int, message: str, reason: str | None = None,
-                 details: Obj | None = None) -> None:
+    def __init__(self, code: int, message: str, reason: str | None = None, details: Obj | None = None) -> None:
         super().__init__(message)
         self.code, self.message, self.details = code, message, details
         self.reason = reason or _REASONS.get(code, "Unknown")
 
     def status(self) -> Obj:
-        out = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-               "message": self.message, "reason": self.reason, "code": self.code}
-        if self.details is not None:
-            out["details"] = self.details
-        return out
+        out = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message,
+               "reason": self.reason, "code": self.code}
+        return out if self.details is None else {**out, "details": self.details}
 
 
 def _details(rt: ResourceType, name: str | None) -> Obj:
-    out: Obj = {"name": name} if name else {}
-    return {**out, **({"group": rt.group} if rt.group else {}), "kind": rt.plural}
+    return {**({"name": name} if name else {}), **({"group": rt.group} if rt.group else {}), "kind": rt.plural}
 
 
-def _not_found(rt: ResourceType, name: str | None) -> ApiError:
-    if not name:
+def _not_found(rt: ResourceType | None, name: str | None) -> ApiError:
+    if rt is None or not name:
         return ApiError(404, "the server could not find the requested resource", details={})
     return ApiError(404, f'{rt.qualified} "{name}" not found', details=_details(rt, name))
-
-
-_NO_ROUTE = ApiError(404, "the server could not find the requested resource", details={})
 
 
 @dataclass
@@ -114,6 +105,8 @@ class _Change(NamedTuple):
 
 
 class _Stream(NamedTuple):
+    """A chunked response body: ``run(emit)`` writes it piece by piece."""
+
     content_type: str
     run: Callable[[Callable[[bytes], None]], None]
 
@@ -178,6 +171,7 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms delayed-ACK stalls
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -190,12 +184,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeKube:
-    """A fake kube-apiserver. ``with FakeKube() as kube: url = kube.url`` or ``start()``/``stop()``."""
+    """A fake kube-apiserver. ``with FakeKube() as kube: ...`` or ``url = kube.start()`` ... ``kube.stop()``."""
 
     def __init__(self, *, port: int = 0, latency_ms: int = 0, user: str = DEFAULT_USER,
                  server_version: str = "v1.33.1", history_size: int = 10_000) -> None:
         self.port, self.latency_ms, self.user, self.server_version = port, latency_ms, user, server_version
-        self.watch_timeout = 1800.0  # seconds, when a watch gives no timeoutSeconds
+        self.watch_timeout = 1800.0  # seconds, for watches without timeoutSeconds
         self.follow_timeout = 60.0  # seconds a ``follow=true`` log stream stays open
         self.requests: list[RequestRecord] = []
         self.errors: list[str] = []  # tracebacks of bugs in the fake itself (answered as 500)
@@ -218,14 +212,14 @@ class FakeKube:
         self._httpd: _Server | None = None
         self._tempdirs: list[Path] = []
 
-    # ---- lifecycle --------------------------------------------------------------------------------
+    # ---- lifecycle ----------------------------------------------------------------------------------------
 
     def start(self) -> str:
         """Serve on 127.0.0.1 in a daemon thread; returns the base URL."""
         self._httpd = _Server(("127.0.0.1", self.port), _Handler)
         self._httpd.fake = self
         self.port = self._httpd.server_address[1]
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True,
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True,
                          name=f"fakekube-{self.port}").start()
         return self.url
 
@@ -258,16 +252,14 @@ class FakeKube:
     def kubeconfig(self, path: str | Path, namespace: str = "default", context: str = "fake") -> Path:
         """Write a kubeconfig for this server (dummy bearer token) and return its path."""
         path = Path(path)
-        path.write_text(
-            f"apiVersion: v1\nkind: Config\ncurrent-context: {context}\npreferences: {{}}\n"
-            f"clusters:\n- name: {context}\n  cluster:\n    server: {self.url}\n"
-            f"users:\n- name: {context}\n  user:\n    token: fake-token\n"
-            f"contexts:\n- name: {context}\n  context:\n    cluster: {context}\n    user: {context}\n"
-            f"    namespace: {namespace}\n"
-        )
+        path.write_text(f"apiVersion: v1\nkind: Config\ncurrent-context: {context}\npreferences: {{}}\n"
+                        f"clusters:\n- name: {context}\n  cluster:\n    server: {self.url}\n"
+                        f"users:\n- name: {context}\n  user:\n    token: fake-token\n"
+                        f"contexts:\n- name: {context}\n  context:\n    cluster: {context}\n"
+                        f"    user: {context}\n    namespace: {namespace}\n")
         return path
 
-    # ---- seeding from Python (every change notifies watches) ------------------------------------
+    # ---- seeding from Python (every change notifies watches) ----------------------------------------------
 
     def register(self, rt: ResourceType) -> None:
         """Serve one more resource type (discovery included)."""
@@ -292,8 +284,9 @@ class FakeKube:
         rt = self._type_of(obj)
         with self._lock:
             obj = self._canonical(rt, obj)
-            if self._key(rt, obj["metadata"].get("namespace"), obj["metadata"]["name"]) not in self._objects:
-                raise KeyError(f"{rt.qualified} {obj['metadata'].get('namespace')}/{obj['metadata']['name']}")
+            ns, name = obj["metadata"].get("namespace"), obj["metadata"]["name"]
+            if self._key(rt, ns, name) not in self._objects:
+                raise KeyError(f"{rt.qualified} {ns}/{name}")
             return copy.deepcopy(self._put(rt, obj, create=False))
 
     def delete(self, resource: str, namespace: str | None, name: str) -> Obj:
@@ -328,7 +321,7 @@ class FakeKube:
 
     def set_log(self, namespace: str, pod: str, container: str, data: bytes | str | Path,
                 previous: bool = False) -> None:
-        """Set a container log: bytes/str in memory, or a Path served lazily from disk."""
+        """Set a container log: bytes/str kept in memory, or a Path served lazily from disk."""
         log = _Log(path=data) if isinstance(data, Path) else _Log(data=_bytes(data))
         with self._log_cond:
             self._logs[(namespace, pod, container, previous)] = log
@@ -336,13 +329,12 @@ class FakeKube:
 
     def append_log(self, namespace: str, pod: str, container: str, data: bytes | str,
                    previous: bool = False) -> None:
-        """Append to a log (in memory; files on disk are never written); wakes ``follow`` streams."""
+        """Append to a log (in memory: files on disk are never written); wakes ``follow`` streams."""
         with self._log_cond:
-            log = self._logs.setdefault((namespace, pod, container, previous), _Log())
-            log.extra += _bytes(data)
+            self._logs.setdefault((namespace, pod, container, previous), _Log()).extra += _bytes(data)
             self._log_cond.notify_all()
 
-    # ---- faults and request recording ------------------------------------------------------------
+    # ---- faults and request recording ---------------------------------------------------------------------
 
     def fault(self, verb: str | None = None, resource: str | None = None, namespace: str | None = None,
               name: str | None = None, status: int = 500, times: int | None = None) -> Fault:
@@ -357,7 +349,7 @@ class FakeKube:
         self._drop_after = n_events
 
     def clear_faults(self) -> None:
-        """Remove all faults and watch drops (latency_ms is left as is)."""
+        """Remove all faults and watch drops (``latency_ms`` is left as is)."""
         with self._lock:
             self._faults.clear()
             self._drop_after = None
@@ -371,7 +363,7 @@ class FakeKube:
         with self._lock:
             self.requests.clear()
 
-    # ---- bundles -----------------------------------------------------------------------------------
+    # ---- bundles ------------------------------------------------------------------------------------------
 
     def load_bundle(self, path: str | Path) -> int:
         """Load a bundle directory or .tar.gz (contracts.md §2); returns how many objects were added.
@@ -414,7 +406,7 @@ class FakeKube:
         entries = list(dest.iterdir())
         return entries[0] if len(entries) == 1 and entries[0].is_dir() else dest
 
-    # ---- the store ---------------------------------------------------------------------------------
+    # ---- the store ----------------------------------------------------------------------------------------
 
     def _type_of(self, obj: Obj) -> ResourceType:
         rt = self._by_kind.get((obj.get("apiVersion", ""), obj.get("kind", "")))
@@ -425,8 +417,7 @@ class FakeKube:
     def _resolve(self, resource: str) -> ResourceType:
         name, _, group = resource.partition(".")
         for rt in self._types.values():
-            names = (rt.plural, rt.kind, rt.kind.lower(), *rt.short_names)
-            if (not group or group == rt.group) and name in names:
+            if (not group or group == rt.group) and name in (rt.plural, rt.kind, rt.kind.lower(), *rt.short_names):
                 return rt
         raise KeyError(f"unknown resource {resource!r}")
 
@@ -442,7 +433,7 @@ class FakeKube:
         obj = json.loads(json.dumps(obj, default=_plain))
         events = rt.store == "events"
         if events and rt.group:
-            obj = _events_to_core(obj)
+            obj = _convert_event(obj, to_core=True)
         obj["apiVersion"], obj["kind"] = ("v1", "Event") if events else (rt.api_version, rt.kind)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
@@ -464,10 +455,9 @@ class FakeKube:
         self._rv += 1
         meta["resourceVersion"] = str(self._rv)
         if old is not None:
-            meta["uid"] = old["metadata"]["uid"]
-            meta["creationTimestamp"] = old["metadata"]["creationTimestamp"]
+            meta["uid"], meta["creationTimestamp"] = old["metadata"]["uid"], old["metadata"]["creationTimestamp"]
         meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", _now())
+        meta.setdefault("creationTimestamp", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         self._objects[key] = obj
         self._commit(_Change(self._rv, "MODIFIED" if old else "ADDED", rt.store, obj, old))
         return obj
@@ -491,15 +481,14 @@ class FakeKube:
         rt = self._types[("", "v1", "namespaces")]
         if self._key(rt, None, ns) not in self._objects:
             meta = {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}
-            obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta,
-                   "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
-            self._put(rt, obj, create=True)
+            self._put(rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta,
+                           "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}, create=True)
 
     @staticmethod
     def _render(rt: ResourceType, obj: Obj) -> Obj:
-        return _core_to_events(obj) if rt.store == "events" and rt.group else obj
+        return _convert_event(obj, to_core=False) if rt.store == "events" and rt.group else obj
 
-    # ---- HTTP --------------------------------------------------------------------------------------
+    # ---- HTTP ---------------------------------------------------------------------------------------------
 
     def _handle(self, h: _Handler) -> None:
         if self.latency_ms:
@@ -548,8 +537,7 @@ class FakeKube:
         except (_Dropped, OSError):
             h.close_connection = True
 
-    def _route(self, method: str, path: str, query: dict[str, str], body: bytes,
-               headers: Any) -> tuple[int, Any]:
+    def _route(self, method: str, path: str, query: dict[str, str], body: bytes, headers: Any) -> tuple[int, Any]:
         types = self._types.values()
         if path in ("/healthz", "/livez", "/readyz"):
             return 200, b"ok"
@@ -567,27 +555,25 @@ class FakeKube:
         elif parts[0] == "apis" and len(parts) == 2 and (doc := discovery.group(types, parts[1])):
             return 200, doc
         else:
-            raise _NO_ROUTE
+            raise _not_found(None, None)
         if not rest:
             if (doc := discovery.resource_list(types, group, version)) is None:
-                raise _NO_ROUTE
+                raise _not_found(None, None)
             return 200, doc
         ns = None
         if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
             ns, rest = rest[1], rest[2:]
-        if len(rest) > 3:
-            raise _NO_ROUTE
         plural, name, sub = (*rest, None, None)[:3]
         rt = self._types.get((group, version, plural))
-        if (rt is None or (ns is not None and not rt.namespaced) or (name and rt.namespaced and ns is None)
-                or (sub and sub not in rt.subresources)):
-            raise _NO_ROUTE
+        if (rt is None or len(rest) > 3 or (ns is not None and not rt.namespaced)
+                or (name and rt.namespaced and ns is None) or (sub and sub not in rt.subresources)):
+            raise _not_found(None, None)
         if method == "GET":
             verb = "get" if name else ("watch" if _truthy(query.get("watch")) else "list")
         else:
             verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
-        writes_collection = method != "GET" and bool(name) == (verb == "create")
-        if verb not in (SUBRESOURCE_VERBS[sub] if sub else rt.verbs) or writes_collection:
+        on_collection = method != "GET" and bool(name) == (verb == "create")  # no deletecollection, no POST to a name
+        if verb not in (SUBRESOURCE_VERBS[sub] if sub else rt.verbs) or on_collection:
             raise ApiError(405, "the server does not allow this method on the requested resource")
         self._check_faults(verb, rt, sub, ns, name)
         if body and "protobuf" in headers.get("Content-Type", ""):
@@ -602,20 +588,20 @@ class FakeKube:
                 if (obj := self._objects.get(self._key(rt, ns, name))) is None:
                     raise _not_found(rt, name)
             obj = self._render(rt, obj)
-            meta = {"resourceVersion": self.resource_version}
-            return 200, (self._table(rt, [obj], query, meta) if table else obj)
+            return 200, _table([obj], query, {"resourceVersion": self.resource_version}) if table else obj
         if verb == "list":
             return 200, self._list(rt, ns, query, table)
         if verb == "watch":
             return 200, self._watch(rt, ns, query)
         if verb == "delete":
-            return 200, self._api_delete(rt, ns, name or "")
-        content_type = headers.get("Content-Type", "")
-        written = self._api_write(verb, rt, ns, name, sub, body, content_type)
+            with self._lock:
+                if self._key(rt, ns, name) not in self._objects:
+                    raise _not_found(rt, name)
+                return 200, self._render(rt, self._remove(rt, ns, name))
+        written = self._api_write(verb, rt, ns, name, sub, body, headers.get("Content-Type", ""))
         return (201 if verb == "create" else 200), written
 
-    def _check_faults(self, verb: str, rt: ResourceType, sub: str | None, ns: str | None,
-                      name: str | None) -> None:
+    def _check_faults(self, verb: str, rt: ResourceType, sub: str | None, ns: str | None, name: str | None) -> None:
         with self._lock:
             for f in self._faults:
                 if f.matches(verb, rt.group, rt.plural, sub, ns, name):
@@ -627,13 +613,12 @@ class FakeKube:
 
     def _fault_error(self, f: Fault, verb: str, rt: ResourceType, sub: str | None, ns: str | None,
                      name: str | None) -> ApiError:
-        if f.status == 403:
+        if f.status == 403:  # worded as the apiserver's RBAC denial
             scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
             who = f'{rt.qualified} "{name}"' if name else rt.qualified
             resource = f"{rt.plural}/{sub}" if sub else rt.plural
-            message = (f'{who} is forbidden: User "{self.user}" cannot {verb} resource "{resource}" '
-                       f'in API group "{rt.group}" {scope}')
-            return ApiError(403, message, details=_details(rt, name))
+            return ApiError(403, f'{who} is forbidden: User "{self.user}" cannot {verb} resource "{resource}" '
+                                 f'in API group "{rt.group}" {scope}', details=_details(rt, name))
         if f.status == 404:
             return _not_found(rt, name)
         if f.status == 500:
@@ -642,22 +627,19 @@ class FakeKube:
         return ApiError(f.status, f"injected fault ({f.status})", details={})
 
     def _access_review(self, body: Obj) -> Obj:
-        spec = body.get("spec") or {}
-        ra = spec.get("resourceAttributes")
-        allowed = True
-        if ra:
+        spec, allowed = body.get("spec") or {}, True
+        if ra := spec.get("resourceAttributes"):
+            asked = (ra.get("verb", ""), ra.get("group", ""), ra.get("resource", ""), ra.get("subresource") or None,
+                     ra.get("namespace") or None, ra.get("name") or None)
             with self._lock:
-                request = (ra.get("verb", ""), ra.get("group", ""), ra.get("resource", ""),
-                           ra.get("subresource") or None, ra.get("namespace") or None, ra.get("name") or None)
-                allowed = not any(f.status == 403 and f.matches(*request) for f in self._faults)
+                allowed = not any(f.status == 403 and f.matches(*asked) for f in self._faults)
         return {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
                 "metadata": {"creationTimestamp": None}, "spec": spec, "status": {"allowed": allowed}}
 
-    # ---- list, watch, table ------------------------------------------------------------------------
+    # ---- list and watch -----------------------------------------------------------------------------------
 
-    def _selector(self, rt: ResourceType, ns: str | None, query: dict[str, str]
-                  ) -> tuple[Callable[[Obj | None], Obj | None], bool]:
-        """A function returning the served form of a stored object if it matches, else None."""
+    def _selector(self, rt: ResourceType, ns: str | None, query: dict[str, str]) -> tuple[Select, bool]:
+        """A function giving the served form of a stored object if it matches, else None; and "has selectors"."""
         try:
             labels = selectors.parse_labels(query.get("labelSelector", ""))
             fields = selectors.parse_fields(query.get("fieldSelector", ""))
@@ -666,9 +648,8 @@ class FakeKube:
         paths = rt.field_paths()
         for term in fields:
             if term.field not in paths:
-                msg = (f'"{term.field}" is not a known field selector: only "metadata.name", '
-                       '"metadata.namespace"' if rt.crd else f"field label not supported: {term.field}")
-                raise ApiError(400, msg)
+                raise ApiError(400, f'"{term.field}" is not a known field selector: only "metadata.name", '
+                                    '"metadata.namespace"' if rt.crd else f"field label not supported: {term.field}")
 
         def select(obj: Obj | None) -> Obj | None:
             if obj is None or (ns and obj["metadata"].get("namespace") != ns):
@@ -693,30 +674,27 @@ class FakeKube:
                     raise ApiError(400, "continue key is not valid: incorrect encoded start resourceVersion "
                                         "(version meta.k8s.io/v1)") from None
                 if rv < self._floor:
-                    raise ApiError(410, "The provided continue parameter is too old to display a "
-                                        "consistent list result. You can start a new list without the "
-                                        "continue parameter.")
+                    raise ApiError(410, "The provided continue parameter is too old to display a consistent list "
+                                        "result. You can start a new list without the continue parameter.")
             candidates = [(k, o) for k, o in self._sorted(rt.store) if after is None or k[1:] > after]
         items, meta, last = [], {"resourceVersion": str(rv)}, None
         for i, (key, obj) in enumerate(candidates):
             if (served := select(obj)) is None:
                 continue
-            if limit and len(items) == limit:
-                token = json.dumps({"rv": rv, "start": last}).encode()
-                meta["continue"] = base64.urlsafe_b64encode(token).decode()
+            if limit and len(items) == limit:  # a page is full and more match: hand out a continue token
+                meta["continue"] = base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": last}).encode()).decode()
                 if not filtered:
                     meta["remainingItemCount"] = len(candidates) - i
                 break
             items.append(served)
             last = list(key[1:])
         if table:
-            return self._table(rt, items, query, meta)
+            return _table(items, query, meta)
         if not rt.crd:  # built-in lists carry no apiVersion/kind on their items
             items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
         return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta, "items": items}
 
-    def _classify(self, rt: ResourceType, change: _Change, select: Callable[[Obj | None], Obj | None]
-                  ) -> tuple[str, Obj] | None:
+    def _classify(self, rt: ResourceType, change: _Change, select: Select) -> tuple[str, Obj] | None:
         """The event a watcher with this selector sees for a change (objects moving in or out of it too)."""
         new = select(change.new)
         if change.type == "DELETED":
@@ -728,23 +706,12 @@ class FakeKube:
 
     def _watch(self, rt: ResourceType, ns: str | None, query: dict[str, str]) -> _Stream:
         select, _ = self._selector(rt, ns, query)
-        timeout = float(_int(query.get("timeoutSeconds") or "0", "timeoutSeconds") or self.watch_timeout)
-        since = query.get("resourceVersion") or "0"
-        q: queue.Queue[_Change | None] = queue.Queue()
-        with self._lock:
-            expired = since != "0" and _int(since, "resourceVersion") < self._floor
-            if since == "0":
-                backlog = [("ADDED", s) for _, o in self._sorted(rt.store) if (s := select(o))]
-            else:
-                backlog = [e for c in self._history if c.rv > int(since) and c.store == rt.store
-                           and (e := self._classify(rt, c, select))]
-            if not expired:
-                self._watchers[q] = rt.store
-            start_rv, floor = self._rv, self._floor
-        bookmark = since == "0" and _truthy(query.get("sendInitialEvents"))
+        timeout = _int(query.get("timeoutSeconds") or "0", "timeoutSeconds") or self.watch_timeout
+        since = _int(query.get("resourceVersion") or "0", "resourceVersion")
+        bookmark = not since and _truthy(query.get("sendInitialEvents"))
 
         def run(emit: Callable[[bytes], None]) -> None:
-            sent = 0
+            sent, deadline, q = 0, time.monotonic() + timeout, queue.Queue[_Change | None]()
 
             def send(etype: str, obj: Obj) -> None:
                 nonlocal sent
@@ -755,17 +722,21 @@ class FakeKube:
                 if self._drop_after is not None and sent >= self._drop_after:
                     raise _Dropped
 
-            if expired:
-                error = ApiError(410, f"too old resource version: {since} ({floor + 1})", "Expired")
-                send("ERROR", error.status())
-                return
-            deadline = time.monotonic() + timeout
+            with self._lock:  # the backlog and the registration are atomic: no change is missed or doubled
+                if since and since < self._floor:
+                    message = f"too old resource version: {since} ({self._floor + 1})"
+                    return send("ERROR", ApiError(410, message, "Expired").status())
+                if not since:  # "" or "0": the current state as ADDED, then changes
+                    backlog = [("ADDED", s) for _, o in self._sorted(rt.store) if (s := select(o))]
+                else:
+                    backlog = [e for c in self._history
+                               if c.rv > since and c.store == rt.store and (e := self._classify(rt, c, select))]
+                self._watchers[q], start_rv = rt.store, self._rv
             try:
-                for etype, obj in backlog:
-                    send(etype, obj)
+                for event in backlog:
+                    send(*event)
                 if bookmark:
-                    end = {"k8s.io/initial-events-end": "true"}
-                    meta = {"resourceVersion": str(start_rv), "annotations": end}
+                    meta = {"resourceVersion": str(start_rv), "annotations": {"k8s.io/initial-events-end": "true"}}
                     send("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta})
                 while not self._stopping.is_set() and (left := deadline - time.monotonic()) > 0:
                     try:
@@ -782,27 +753,7 @@ class FakeKube:
 
         return _Stream("application/json", run)
 
-    def _table(self, rt: ResourceType, items: list[Obj], query: dict[str, str], meta: Obj) -> Obj:
-        """A meta.k8s.io/v1 Table, as kubectl asks for when it prints columns."""
-        pod = rt.qualified == "pods"
-        cols = [("Name", "string", "name")]
-        if pod:
-            cols += [("Ready", "string", ""), ("Status", "string", ""), ("Restarts", "integer", "")]
-        cols.append(("Age", "string", ""))
-        include, rows = query.get("includeObject", "Metadata"), []
-        for o in items:
-            row: Obj = {"cells": [o["metadata"]["name"], *(_pod_cells(o) if pod else ()), _age(o)]}
-            if include == "Object":
-                row["object"] = o
-            elif include != "None":
-                row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                                 "metadata": o["metadata"]}
-            rows.append(row)
-        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "rows": rows,
-                "columnDefinitions": [{"name": n, "type": t, "format": f, "description": "", "priority": 0}
-                                      for n, t, f in cols]}
-
-    # ---- writes ------------------------------------------------------------------------------------
+    # ---- writes -------------------------------------------------------------------------------------------
 
     def _api_write(self, verb: str, rt: ResourceType, ns: str | None, name: str | None, sub: str | None,
                    body: bytes, content_type: str) -> Obj:
@@ -811,18 +762,17 @@ class FakeKube:
                 new = _json_body(body)
                 meta = new.setdefault("metadata", {})
                 if not meta.get("name") and meta.get("generateName"):
-                    meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
-                if not meta.get("name"):
-                    raise ApiError(422, f'{rt.kind} "" is invalid: metadata.name: Required value: '
-                                        "name or generateName is required")
-                name, old = meta["name"], None
+                    meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+                if not (name := meta.get("name")):
+                    raise ApiError(422, f'{rt.kind} "" is invalid: metadata.name: Required value: name or '
+                                        "generateName is required")
                 if "status" in rt.subresources:
-                    new.pop("status", None)
-                if ns and self._key(self._types[("", "v1", "namespaces")], None, ns) not in self._objects:
-                    raise _not_found(self._types[("", "v1", "namespaces")], ns)
+                    new.pop("status", None)  # status is written through its subresource only
+                namespaces = self._types[("", "v1", "namespaces")]
+                if ns and self._key(namespaces, None, ns) not in self._objects:
+                    raise _not_found(namespaces, ns)
             else:
-                stored = self._objects.get(self._key(rt, ns, name or ""))
-                if stored is None:
+                if (stored := self._objects.get(self._key(rt, ns, name or ""))) is None:
                     raise _not_found(rt, name)
                 old = self._render(rt, stored)
                 new = _json_body(body) if verb == "update" else _apply_patch(old, body, content_type)
@@ -830,60 +780,48 @@ class FakeKube:
                     raise ApiError(400, "the body of the request must be a JSON object")
                 meta = new.setdefault("metadata", {})
                 if meta.get("name", name) != name:
-                    raise ApiError(400, f"the name of the object ({meta['name']}) does not match the name on "
-                                        f"the URL ({name})")
+                    raise ApiError(400, f"the name of the object ({meta['name']}) does not match the name on the "
+                                        f"URL ({name})")
                 if meta.get("resourceVersion") not in (None, "", old["metadata"]["resourceVersion"]):
-                    raise ApiError(409, f'Operation cannot be fulfilled on {rt.qualified} "{name}": the '
-                                        "object has been modified; please apply your changes to the latest "
-                                        "version and try again", details=_details(rt, name))
+                    raise ApiError(409, f'Operation cannot be fulfilled on {rt.qualified} "{name}": the object has '
+                                        "been modified; please apply your changes to the latest version and try "
+                                        "again", details=_details(rt, name))
                 if sub == "status":
                     new = {**old, "status": new.get("status")}
                 elif "status" in rt.subresources:
                     new = {**new, "status": old.get("status")}
                 new = {k: v for k, v in new.items() if not (k == "status" and v is None)}
             if rt.namespaced and meta.get("namespace", ns) != ns:
-                raise ApiError(400, "the namespace of the provided object does not match the namespace sent "
-                                    "on the request")
-            if new.setdefault("apiVersion", rt.api_version) != rt.api_version or new.setdefault(
-                    "kind", rt.kind) != rt.kind:
-                raise ApiError(400, f"the API version in the data ({new['apiVersion']}) does not match the "
-                                    f"expected API version ({rt.api_version})")
+                raise ApiError(400, "the namespace of the provided object does not match the namespace sent on the "
+                                    "request")
+            if (new.setdefault("apiVersion", rt.api_version), new.setdefault("kind", rt.kind)) != (
+                    rt.api_version, rt.kind):
+                raise ApiError(400, f"the API version in the data ({new['apiVersion']}) does not match the expected "
+                                    f"API version ({rt.api_version})")
             new = self._canonical(rt, {**new, "metadata": {**new["metadata"], "name": name, "namespace": ns}})
             return self._render(rt, self._put(rt, new, create=verb == "create"))
 
-    def _api_delete(self, rt: ResourceType, ns: str | None, name: str) -> Obj:
-        with self._lock:
-            if self._key(rt, ns, name) not in self._objects:
-                raise _not_found(rt, name)
-            return self._render(rt, self._remove(rt, ns, name))
-
-    # ---- logs --------------------------------------------------------------------------------------
+    # ---- logs ---------------------------------------------------------------------------------------------
 
     def _pod_log(self, ns: str | None, name: str | None, query: dict[str, str]) -> _Stream:
         pods = self._types[("", "v1", "pods")]
         with self._lock:
-            pod = self._objects.get(self._key(pods, ns, name or ""))
-            if pod is None:
+            if (pod := self._objects.get(self._key(pods, ns, name or ""))) is None:
                 raise _not_found(pods, name)
             spec = pod.get("spec") or {}
             names = [c.get("name") for c in spec.get("containers") or []]
-            inits = [c.get("name") for key in ("initContainers", "ephemeralContainers")
-                     for c in spec.get(key) or []]
-            container = query.get("container")
-            if not container:
-                logged = sorted({k[2] for k in self._logs if k[:2] == (ns, name)})
-                candidates = names or logged
+            inits = [c.get("name") for k in ("initContainers", "ephemeralContainers") for c in spec.get(k) or []]
+            if not (container := query.get("container")):
+                candidates = names or sorted({k[2] for k in self._logs if k[:2] == (ns, name)})
                 if len(candidates) != 1:
-                    msg = (f"a container name must be specified for pod {name}, "
-                           f"choose one of: [{' '.join(names)}]")
                     extra = f" or one of the init containers: [{' '.join(inits)}]" if inits else ""
-                    raise ApiError(400, msg + extra)
+                    raise ApiError(400, f"a container name must be specified for pod {name}, choose one of: "
+                                        f"[{' '.join(names)}]{extra}")
                 container = candidates[0]
             if (names or inits) and container not in names + inits:
                 raise ApiError(400, f"container {container} is not valid for pod {name}")
-            previous = _truthy(query.get("previous"))
-            key = (ns or "", name or "", container, previous)
-            if previous and key not in self._logs:
+            key = (ns or "", name or "", container, _truthy(query.get("previous")))
+            if key[3] and key not in self._logs:
                 raise ApiError(400, f'previous terminated container "{container}" in pod "{name}" not found')
             log = self._logs.setdefault(key, _Log())
         start = log.tail_start(_int(query["tailLines"], "tailLines")) if query.get("tailLines") else 0
@@ -899,7 +837,7 @@ class FakeKube:
                 pos = end
                 if not follow or (limit is not None and pos >= start + limit):
                     return
-                with self._log_cond:
+                with self._log_cond:  # wait for append_log, stop() or the follow timeout
                     while log.size() == pos and not self._stopping.is_set():
                         if (left := deadline - time.monotonic()) <= 0:
                             return
@@ -910,27 +848,19 @@ class FakeKube:
         return _Stream("text/plain", run)
 
 
-# ---- helpers -----------------------------------------------------------------------------------------
+# ---- helpers ----------------------------------------------------------------------------------------------
 
-_EVENT_RENAMES = {
-    "involvedObject": "regarding", "message": "note", "reportingComponent": "reportingController",
-    "source": "deprecatedSource", "firstTimestamp": "deprecatedFirstTimestamp",
-    "lastTimestamp": "deprecatedLastTimestamp", "count": "deprecatedCount",
-}
+_EVENT_RENAMES = {"involvedObject": "regarding", "message": "note", "reportingComponent": "reportingController",
+                  "source": "deprecatedSource", "firstTimestamp": "deprecatedFirstTimestamp",
+                  "lastTimestamp": "deprecatedLastTimestamp", "count": "deprecatedCount"}
 _EVENT_RENAMES_BACK = {v: k for k, v in _EVENT_RENAMES.items()}
 
 
-def _core_to_events(ev: Obj) -> Obj:
-    """A core/v1 Event in the events.k8s.io/v1 shape (the apiserver converts between them the same way)."""
-    out = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
-    out.update({_EVENT_RENAMES.get(k, k): v for k, v in ev.items() if k not in ("apiVersion", "kind")})
-    return out
-
-
-def _events_to_core(ev: Obj) -> Obj:
-    out = {"apiVersion": "v1", "kind": "Event"}
-    out.update({_EVENT_RENAMES_BACK.get(k, k): v for k, v in ev.items() if k not in ("apiVersion", "kind")})
-    return out
+def _convert_event(ev: Obj, *, to_core: bool) -> Obj:
+    """core/v1 <-> events.k8s.io/v1 Event, field by field as the apiserver converts them."""
+    renames = _EVENT_RENAMES_BACK if to_core else _EVENT_RENAMES
+    out = {"apiVersion": "v1" if to_core else "events.k8s.io/v1", "kind": "Event"}
+    return out | {renames.get(k, k): v for k, v in ev.items() if k not in ("apiVersion", "kind")}
 
 
 def _read_bundle(root: Path) -> tuple[list[tuple[str, Obj]], dict[tuple[str, str, bool], Path], list[str]]:
@@ -960,8 +890,7 @@ def _read_bundle(root: Path) -> tuple[list[tuple[str, Obj]], dict[tuple[str, str
         for doc in docs:
             if not isinstance(doc, dict) or doc.get("kind") == "Bundle":
                 continue
-            items = doc.get("items")
-            if str(doc.get("kind", "")).endswith("List") and isinstance(items, list):
+            if str(doc.get("kind", "")).endswith("List") and isinstance(items := doc.get("items"), list):
                 item_kind = doc["kind"].removesuffix("List")  # "PodList" items may lack apiVersion and kind
                 objs += [(str(rel), {"apiVersion": doc.get("apiVersion"), "kind": item_kind, **i})
                          for i in items if isinstance(i, dict)]
@@ -970,14 +899,39 @@ def _read_bundle(root: Path) -> tuple[list[tuple[str, Obj]], dict[tuple[str, str
     return objs, logs, skipped
 
 
+def _table(items: list[Obj], query: dict[str, str], meta: Obj) -> Obj:
+    """A meta.k8s.io/v1 Table with the columns every resource has (kubectl asks for one to print columns)."""
+    rows = []
+    for o in items:
+        row: Obj = {"cells": [o["metadata"]["name"], _age(o["metadata"].get("creationTimestamp"))]}
+        if (include := query.get("includeObject", "Metadata")) != "None":
+            row["object"] = o if include == "Object" else {
+                "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
+        rows.append(row)
+    cols = [{"name": n, "type": "string", "format": f, "description": "", "priority": 0}
+            for n, f in (("Name", "name"), ("Age", ""))]
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": cols, "rows": rows}
+
+
+def _age(timestamp: str | None) -> str:
+    """Roughly kubectl's HumanDuration."""
+    try:
+        s = max(0, int((datetime.now(UTC) - datetime.fromisoformat(str(timestamp))).total_seconds()))
+    except (TypeError, ValueError):
+        return "<unknown>"
+    for unit, size, limit in (("s", 1, 120), ("m", 60, 180), ("h", 3600, 48), ("d", 86400, 730)):
+        if s < size * limit:
+            return f"{s // size}{unit}"
+    return f"{s // 31_536_000}y"
+
+
 def _apply_patch(doc: Obj, body: bytes, content_type: str) -> Any:
-    patch = _json_body(body, any_json=True)
-    kind = content_type.split(";")[0].strip()
+    patch, kind = _json_body(body, any_json=True), content_type.split(";")[0].strip()
     if kind == "application/json-patch+json":
         return _json_patch(doc, patch)
     if kind == "application/merge-patch+json":
         return _merge_patch(doc, patch)
-    if kind == "application/strategic-merge-patch+json":  # approximated: lists replaced, not merged by key
+    if kind == "application/strategic-merge-patch+json":  # approximated: lists are replaced, not merged by key
         return _merge_patch(doc, _strip_directives(patch))
     raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
                         f"application/json-patch+json, application/merge-patch+json, "
@@ -1000,9 +954,7 @@ def _merge_patch(target: Any, patch: Any) -> Any:
 def _strip_directives(patch: Any) -> Any:
     if isinstance(patch, dict):
         return {k: _strip_directives(v) for k, v in patch.items() if not k.startswith("$")}
-    if isinstance(patch, list):
-        return [_strip_directives(v) for v in patch]
-    return patch
+    return [_strip_directives(v) for v in patch] if isinstance(patch, list) else patch
 
 
 def _json_patch(doc: Obj, ops: Any) -> Any:
@@ -1014,7 +966,7 @@ def _json_patch(doc: Obj, ops: Any) -> Any:
         try:
             doc = _patch_op(doc, op)
         except (KeyError, IndexError, TypeError, ValueError) as e:
-            raise ApiError(422, f"the server rejected our request due to an error in our request: {op} ({e})",
+            raise ApiError(422, f"the server rejected our request due to an error in our request: {op} ({e!r})",
                            "Invalid") from None
     return doc
 
@@ -1040,32 +992,25 @@ def _patch_op(doc: Any, op: Obj) -> Any:
         if kind == "move":
             doc = _patch_op(doc, {"op": "remove", "path": op["from"]})
         return _patch_op(doc, {"op": "add", "path": op["path"], "value": value})
-    if kind not in ("add", "remove", "replace"):
-        raise ValueError(f"unknown op {kind}")
+    if kind not in ("add", "remove", "replace") or (not path and kind == "remove"):
+        raise ValueError(f"unsupported operation {kind} on {op['path']!r}")
     if not path:
-        if kind == "remove":
-            raise ValueError("cannot remove the whole document")
         return copy.deepcopy(op["value"])
     parent, key = _at(doc, path[:-1]), path[-1]
     if isinstance(parent, list):
         i = len(parent) if key == "-" and kind == "add" else int(key)
         if not 0 <= i <= len(parent) - (kind != "add"):
             raise IndexError(key)
-        if kind == "add":
-            parent.insert(i, op["value"])
-        elif kind == "remove":
-            del parent[i]
-        else:
-            parent[i] = op["value"]
-    elif isinstance(parent, dict):
-        if kind != "add" and key not in parent:
-            raise KeyError(key)
-        if kind == "remove":
-            del parent[key]
-        else:
-            parent[key] = op["value"]
+    elif not isinstance(parent, dict) or (kind != "add" and key not in parent):
+        raise KeyError(key)
     else:
-        raise TypeError(f"cannot index {type(parent).__name__}")
+        i = key
+    if kind == "remove":
+        del parent[i]
+    elif kind == "add" and isinstance(parent, list):
+        parent.insert(i, op["value"])
+    else:
+        parent[i] = op["value"]
     return doc
 
 
@@ -1094,54 +1039,11 @@ def _int(value: str, what: str) -> int:
         raise ApiError(400, f"{what}: Invalid value: {value!r}: must be an integer") from None
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _plain(o: Any) -> str:
-    """JSON fallback for what YAML loaders produce from unquoted timestamps."""
+    """JSON fallback for what YAML loaders make of unquoted timestamps."""
     if isinstance(o, datetime):
         o = o.astimezone(UTC) if o.tzinfo else o
         return o.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if o.microsecond else "%Y-%m-%dT%H:%M:%SZ")
     if isinstance(o, date):
         return o.isoformat()
     raise TypeError(f"{type(o).__name__} is not JSON serialisable")
-
-
-def _age(obj: Obj) -> str:
-    """kubectl's HumanDuration of the object's age."""
-    try:
-        created = datetime.fromisoformat(obj["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
-    except (KeyError, AttributeError, ValueError):
-        return "<unknown>"
-    s = max(0, int((datetime.now(UTC) - created).total_seconds()))
-    m, h = s // 60, s // 3600
-    if s < 120:
-        return f"{s}s"
-    if m < 10:
-        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
-    if m < 180:
-        return f"{m}m"
-    if h < 8:
-        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
-    if h < 48:
-        return f"{h}h"
-    if h < 192:
-        return f"{h // 24}d{h % 24}h" if h % 24 else f"{h // 24}d"
-    return f"{h // 24}d" if h < 24 * 730 else f"{h // 8760}y"
-
-
-def _pod_cells(pod: Obj) -> list[Any]:
-    """READY, STATUS, RESTARTS roughly as the apiserver's pod table printer shows them."""
-    status = pod.get("status") or {}
-    statuses = status.get("containerStatuses") or []
-    total = len((pod.get("spec") or {}).get("containers") or []) or len(statuses)
-    reason = status.get("reason") or status.get("phase") or "Unknown"
-    for c in statuses:
-        state = c.get("state") or {}
-        now = state.get("waiting") or state.get("terminated") or {}
-        reason = now.get("reason") or reason
-    if pod["metadata"].get("deletionTimestamp"):
-        reason = "Terminating"
-    ready = sum(1 for c in statuses if c.get("ready"))
-    return [f"{ready}/{total}", reason, sum(int(c.get("restartCount") or 0) for c in statuses)]

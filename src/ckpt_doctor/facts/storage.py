@@ -36,8 +36,9 @@ KV_RX = re.compile(
     re.M,
 )
 DYNAMIC_RX = re.compile(
-    r"\$[{(]?(?:HOSTNAME|POD_NAME|RANDOM|MY_POD_NAME)[})]?|\$\((?:hostname|date|uuidgen|cat /proc/sys/kernel/random/uuid)"
-    r"[^)]*\)|`(?:hostname|date)[^`]*`|<fieldRef:metadata\.(?:name|uid)>|time\.time\(\)|datetime\.now\(\)|uuid4\(\)"
+    r"\$[{(]?(?:HOSTNAME|POD_NAME|RANDOM|MY_POD_NAME)[})]?|"
+    r"\$\((?:hostname|date|uuidgen|cat /proc/sys/kernel/random/uuid)[^)]*\)|`(?:hostname|date)[^`]*`|"
+    r"<fieldRef:metadata\.(?:name|uid)>|time\.time\(\)|datetime\.now\(\)|uuid4\(\)"
 )
 SHELL_VAR = re.compile(r"\$\{(?P<a>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<d>[^}]*))?\}|\$(?P<b>[A-Za-z_][A-Za-z0-9_]*)")
 NODE_LOCAL_PROVISIONERS = (
