@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -270,6 +271,7 @@ class Scenario:
         self.bundle_meta: dict[str, Any] | None = {"trainerVersion": f"{version}.0"}
         self.not_collected: list[dict[str, str]] = []
         self.drop_kinds: set[str] = set()
+        self.post: Callable[[list[dict[str, Any]]], None] | None = None  # last-minute edits to the objects
 
     # -- building blocks ------------------------------------------------------------------
     def container(self, with_trainer: bool = False) -> dict[str, Any]:
@@ -757,6 +759,8 @@ class Scenario:
         objs += self.extra_objects
         objs += self.events
         objs = [o for o in objs if o["kind"] not in self.drop_kinds]
+        if self.post is not None:
+            self.post(objs)
         return objs, logs
 
     def write(self, root: Path, layout: str = "kubectl") -> Path:

@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except InputError as e:
-        print(f"ckpt-doctor: error: {e}", file=sys.stderr)
+        print("ckpt-doctor: error: " + " ".join(str(e).split()), file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("ckpt-doctor: interrupted", file=sys.stderr)

@@ -57,9 +57,11 @@ def iter_documents(text: str, where: str) -> Iterator[Any]:
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
-            raise InputError(f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}", where) from None
-        yield doc
-        return
+            if where.endswith(".json"):
+                raise InputError(f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}", where) from None
+        else:  # JSON is fast; a YAML stream of JSON documents falls through to the YAML parser
+            yield doc
+            return
     try:
         docs = list(_yaml().load_all(text))
     except YAMLError as e:

@@ -30,7 +30,8 @@ def bundle_dir(path: str | Path):
     try:
         tf = tarfile.open(p, "r:*")
     except (tarfile.TarError, OSError, EOFError) as e:
-        raise InputError(f"unreadable archive ({e}); expected a directory or a .tar.gz", str(p)) from None
+        first = str(e).splitlines()[0].rstrip(":") if str(e) else type(e).__name__
+        raise InputError(f"unreadable archive ({first}); expected a directory or a .tar.gz", str(p)) from None
     with tf, tempfile.TemporaryDirectory(prefix="ckpt-doctor-") as tmp:
         try:
             tf.extractall(tmp, filter="data")
@@ -87,8 +88,9 @@ def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
     files = sorted(p for p in root.rglob("*") if p.is_file())
     for f in files:
         rel = f.relative_to(root)
-        if rel.parts[0] == "logs":
-            key = _log_key(Path(*rel.parts[1:]))
+        if "logs" in rel.parts[:-1]:  # logs/ at the root, or in a sub-bundle merged by hand
+            at = rel.parts.index("logs")
+            key = _log_key(Path(*rel.parts[at + 1 :]))
             if key is not None:
                 snap.logs[key] = LogRef(key[0], key[1], key[2], path=f)
             continue

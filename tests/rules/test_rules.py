@@ -1,0 +1,95 @@
+"""Every rule fails on its failing fixtures and passes on its passing ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ckpt_doctor.engine.catalogue import default_rules
+from ckpt_doctor.pipeline import diagnose_snapshot
+from ckpt_doctor.sources.bundle import open_bundle
+from tests.rules.cases import ALL_RULES_PASS, CASES, Case
+
+CONTRACT_IDS = {
+    "fresh-start-after-restart",
+    "resumed-older-checkpoint",
+    "overrides-not-applied",
+    "volume-attach-blocked",
+    "checkpoint-disk-full",
+    "final-checkpoint-missing",
+    "job-failed-without-restart",
+    "restarts-exhausted",
+    "resume-crashed",
+    "trainjob-rejected",
+    "ckpt-dir-not-persistent",
+    "ckpt-dir-changed",
+    "ckpt-autodetect-found-nothing",
+    "lexical-checkpoint-sort",
+    "missing-ancestor-label",
+    "trainer-container-not-node",
+    "env-in-pod-template-overrides",
+    "override-field-unsupported",
+    "trainer-edited-while-running",
+    "weights-only-checkpoint",
+    "rwo-multi-node",
+    "rwo-still-attached",
+    "node-pinned-storage",
+    "pvc-unbound",
+    "save-total-limit-unset",
+    "grace-period-too-short",
+    "sigterm-not-forwarded",
+    "resume-true-hardcoded",
+    "llamafactory-overwrite-output-dir",
+    "megatron-resume-disabled",
+    "training-hub-weights-only",
+    "partial-latest-checkpoint",
+    "no-failure-policy",
+    "no-checkpoint-before-interruption",
+}
+
+
+def diagnose_case(case: Case, tmp_path: Path):
+    bundle = case.build().write(tmp_path / "bundle")
+    with open_bundle(bundle) as snap:
+        return diagnose_snapshot(snap)
+
+
+def test_contract_rule_ids_exist() -> None:
+    ids = {r.id for r in default_rules()}
+    assert ids >= CONTRACT_IDS, sorted(CONTRACT_IDS - ids)
+
+
+def test_every_rule_has_failing_and_passing_fixture() -> None:
+    missing = []
+    for rule in default_rules():
+        statuses = {c.expect for c in CASES if c.rule == rule.id}
+        if "fail" not in statuses:
+            missing.append(f"{rule.id}: no failing fixture")
+        # the healthy story is a passing fixture for every rule (asserted in test_healthy_passes_everything)
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.rule}-{c.expect}-{c.name}")
+def test_case(case: Case, tmp_path: Path) -> None:
+    diag = diagnose_case(case, tmp_path)
+    got = [f for f in diag.findings if f.rule.id == case.rule]
+    assert got, f"rule {case.rule} produced no finding"
+    statuses = {f.status for f in got}
+    if case.expect == "fail":
+        assert "fail" in statuses, [(f.status, f.result.reason) for f in got]
+        for f in got:
+            if f.status == "fail":
+                assert f.result.evidence, "a failed finding carries evidence"
+    elif case.expect == "pass":
+        assert statuses == {"pass"}, [(f.status, f.result.detail or f.result.reason) for f in got]
+    else:
+        assert statuses == {"not_evaluated"}, [(f.status, f.result.detail or f.result.reason) for f in got]
+        assert all(f.result.reason for f in got)
+
+
+def test_healthy_passes_everything(tmp_path: Path) -> None:
+    diag = diagnose_case(ALL_RULES_PASS, tmp_path)
+    bad = [(f.rule.id, f.status, f.result.detail or f.result.reason) for f in diag.findings if f.status != "pass"]
+    assert not bad
+    assert {f.rule.id for f in diag.findings} == {r.id for r in default_rules()}

@@ -1,0 +1,169 @@
+"""The bundle reader: every layout contracts.md §2 allows, and clear exit-3 errors for bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from ckpt_doctor.cli import main
+from ckpt_doctor.pipeline import diagnose_snapshot
+from ckpt_doctor.sources.bundle import open_bundle
+from tests.scenario import Scenario
+from tests.stories import emptydir_fresh_start, healthy_resume
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "emptydir-fresh-start"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    rc = main(list(args))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def failed(path: Path, trainjob: str | None = None) -> set[str]:
+    with open_bundle(path) as snap:
+        return {f.rule.id for f in diagnose_snapshot(snap, trainjob).failed()}
+
+
+def assert_input_error(capsys, path: Path, *needles: str, extra: tuple[str, ...] = ()) -> str:
+    rc, _out, err = run(capsys, "diagnose", "--bundle", str(path), *extra)
+    assert rc == 3, err
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in line, err
+    for n in needles:
+        assert n in line, line
+    return line
+
+
+def test_tar_gz_equals_directory(tmp_path: Path) -> None:
+    tgz = tmp_path / "b.tar.gz"
+    with tarfile.open(tgz, "w:gz") as tf:
+        tf.add(EXAMPLE, arcname="emptydir-fresh-start")
+    assert failed(tgz) == failed(EXAMPLE) == {"fresh-start-after-restart", "ckpt-dir-not-persistent"}
+
+
+def test_missing_path(capsys, tmp_path: Path) -> None:
+    assert_input_error(capsys, tmp_path / "nope", "no such file")
+
+
+def test_broken_archive(capsys, tmp_path: Path) -> None:
+    p = tmp_path / "broken.tar.gz"
+    p.write_bytes(b"\x1f\x8b\x08\x00garbage" * 10)
+    assert_input_error(capsys, p, "broken.tar.gz")
+
+
+def test_archive_member_escaping(capsys, tmp_path: Path) -> None:
+    p = tmp_path / "evil.tar.gz"
+    with tarfile.open(p, "w:gz") as tf:
+        data = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+        info = tarfile.TarInfo("../../escape.yaml")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    assert_input_error(capsys, p, "refused")
+    assert not (tmp_path.parent / "escape.yaml").exists()
+
+
+def test_malformed_yaml_names_file_and_line(capsys, tmp_path: Path) -> None:
+    d = tmp_path / "b"
+    shutil.copytree(EXAMPLE, d)
+    (d / "extra.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n")
+    line = assert_input_error(capsys, d, "extra.yaml", "malformed YAML", "line")
+    assert line.startswith("ckpt-doctor: error:")
+
+
+def test_malformed_json(capsys, tmp_path: Path) -> None:
+    d = tmp_path / "b"
+    shutil.copytree(EXAMPLE, d)
+    (d / "pods2.json").write_text('{"apiVersion": "v1", "kind": "List", "items": [}')
+    assert_input_error(capsys, d, "pods2.json", "malformed JSON")
+
+
+def test_alias_bomb(capsys, tmp_path: Path) -> None:
+    d = tmp_path / "b"
+    shutil.copytree(EXAMPLE, d)
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} [{','.join(['*a' + str(i - 1)] * 10)}]")
+    (d / "bomb.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n"
+        + "\n".join("  " + line for line in lines)
+        + "\n"
+    )
+    assert_input_error(capsys, d, "bomb.yaml", "alias")
+
+
+def test_binary_object_file(capsys, tmp_path: Path) -> None:
+    d = tmp_path / "b"
+    shutil.copytree(EXAMPLE, d)
+    (d / "blob.yaml").write_bytes(b"\x00\x01\x02" * 1000)
+    assert_input_error(capsys, d, "blob.yaml", "binary")
+
+
+def test_no_trainjob(capsys, tmp_path: Path) -> None:
+    d = tmp_path / "b"
+    d.mkdir()
+    (d / "pvc.yaml").write_text("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: ckpt}\n")
+    assert_input_error(capsys, d, "no TrainJob")
+
+
+def test_several_trainjobs(capsys, tmp_path: Path) -> None:
+    d = tmp_path / "b"
+    healthy_resume().write(d / "a")
+    broken = emptydir_fresh_start()
+    broken.name = "other-job"
+    broken.write(d / "b")
+    (d / "a" / "bundle.yaml").unlink()
+    (d / "b" / "bundle.yaml").unlink()
+    line = assert_input_error(capsys, d, "2 TrainJobs", "team-a/other-job", "team-a/sft-resumable")
+    assert "--trainjob" in line
+    # objects of the other TrainJob never produce the target's findings
+    assert failed(d, "sft-resumable") == set()
+    assert failed(d, "team-a/other-job") == {"fresh-start-after-restart", "ckpt-dir-not-persistent"}
+    assert_input_error(capsys, d, "not found", extra=("--trainjob", "nope"))
+
+
+def test_unknown_kinds_are_ignored(tmp_path: Path) -> None:
+    d = tmp_path / "b"
+    shutil.copytree(EXAMPLE, d)
+    (d / "misc.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: team-a}\nspec: {}\n---\n"
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\njust a string\n---\n- 1\n- 2\n"
+    )
+    (d / "notes.txt").write_text("not an object")
+    assert failed(d) == failed(EXAMPLE)
+
+
+def test_single_objects_multidoc_and_shorthand_logs(tmp_path: Path) -> None:
+    s = emptydir_fresh_start()
+    objs, logs = s.objects()
+    d = tmp_path / "b"
+    (d / "logs").mkdir(parents=True)
+    (d / "all.yaml").write_text("\n---\n".join(json.dumps(o) for o in objs))  # JSON is YAML, one per document
+    for (pod, _c, prev), text in logs.items():
+        (d / "logs" / f"{pod}{'.previous' if prev else ''}.log").write_text(text)
+    assert failed(d) == {"fresh-start-after-restart", "ckpt-dir-not-persistent"}
+
+
+def test_bundle_yaml_not_collected_makes_rules_not_evaluated(tmp_path: Path) -> None:
+    s = healthy_resume()
+    s.drop_kinds = {"Event"}
+    s.not_collected = [{"what": "events", "reason": "forbidden: cannot list events in team-a"}]
+    d = s.write(tmp_path / "b")
+    with open_bundle(d) as snap:
+        diag = diagnose_snapshot(snap)
+    ne = {f.rule.id: f.result.reason for f in diag.not_evaluated()}
+    assert ne["volume-attach-blocked"] == "events not collected: forbidden: cannot list events in team-a"
+    assert diag.to_json()["notCollected"] == [{"what": "events", "reason": "forbidden: cannot list events in team-a"}]
+
+
+def test_scenario_builder_default_is_diagnosable(tmp_path: Path) -> None:
+    d = Scenario().write(tmp_path / "b")
+    with open_bundle(d) as snap:
+        diag = diagnose_snapshot(snap)
+    assert not diag.failed()

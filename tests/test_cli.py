@@ -1,0 +1,83 @@
+"""Exit codes and output formats of contracts.md §1."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ckpt_doctor.cli import main
+from tests.stories import healthy_resume
+
+ROOT = Path(__file__).resolve().parent.parent
+EX = ROOT / "examples"
+
+
+def rc_of(*args: str) -> int:
+    return main(list(args))
+
+
+def test_exit_codes(capsys, tmp_path: Path) -> None:
+    assert rc_of("diagnose", "--bundle", str(EX / "healthy-resume")) == 0
+    assert rc_of("diagnose", "--bundle", str(EX / "emptydir-fresh-start")) == 1
+    # final-checkpoint-missing fails only at warning severity
+    assert rc_of("diagnose", "--bundle", str(EX / "final-checkpoint-missing"), "--fail-on", "error") == 0
+    assert rc_of("diagnose", "--bundle", str(EX / "final-checkpoint-missing"), "--fail-on", "warning") == 1
+    s = healthy_resume()
+    s.drop_kinds = {"Event"}
+    s.not_collected = [{"what": "events", "reason": "forbidden"}]
+    d = s.write(tmp_path / "b")
+    assert rc_of("diagnose", "--bundle", str(d)) == 0
+    assert rc_of("diagnose", "--bundle", str(d), "--strict") == 4
+    assert rc_of("diagnose", "--bundle", str(EX / "nope")) == 3
+    assert rc_of("diagnose") == 3  # neither a TARGET nor --bundle
+    capsys.readouterr()
+
+
+def test_usage_error_is_2() -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["diagnose", "--fail-on", "bogus"])
+    assert e.value.code == 2
+
+
+def test_text_output_leads_with_the_verdict(capsys) -> None:
+    main(["diagnose", "--bundle", str(EX / "llamafactory-overwrite-output-dir")])
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("ckpt-doctor diagnose · TrainJob team-a/sft-resumable")
+    assert lines[2].startswith("SYMPTOM") and "fresh-start-after-restart" in lines[2]
+    assert "llamafactory-overwrite-output-dir" in out and "fix:" in out
+    assert "\x1b[" not in out  # no colour when not a terminal
+
+
+def test_markdown_output(capsys) -> None:
+    main(["diagnose", "--bundle", str(EX / "no-failure-policy"), "-o", "markdown"])
+    out = capsys.readouterr().out
+    assert out.startswith("# ckpt-doctor: TrainJob `team-a/sft-resumable`")
+    assert "## Verdict" in out and "`no-failure-policy`" in out
+
+
+def test_rules_commands(capsys) -> None:
+    assert main(["rules", "list"]) == 0
+    assert "fresh-start-after-restart" in capsys.readouterr().out
+    assert main(["rules", "show", "missing-ancestor-label"]) == 0
+    out = capsys.readouterr().out
+    assert "Explains: overrides-not-applied, fresh-start-after-restart" in out
+    assert main(["rules", "graph", "-o", "mermaid"]) == 0
+    assert "missing_ancestor_label --> overrides_not_applied" in capsys.readouterr().out
+    assert main(["rules", "graph", "-o", "dot"]) == 0
+    assert '"no-failure-policy" -> "job-failed-without-restart"' in capsys.readouterr().out
+    assert main(["rules", "show", "nope"]) == 3
+
+
+def test_console_script_and_module_entry_points() -> None:
+    exe = Path(sys.executable).parent
+    for cmd in (
+        [str(exe / "ckpt-doctor"), "--version"],
+        [str(exe / "kubectl-ckpt_doctor"), "--version"],
+        [sys.executable, "-m", "ckpt_doctor", "--version"],
+    ):
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        assert out.strip() == "ckpt-doctor 0.1.0"

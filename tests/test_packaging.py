@@ -1,0 +1,50 @@
+"""A non-editable install carries rules/ and playbooks/, and loads them from the wheel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_carries_data_and_loads_from_it(tmp_path: Path) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    wheel = next(tmp_path.glob("ckpt_doctor-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for rule_file in (ROOT / "rules").glob("*.yaml"):
+        assert f"ckpt_doctor/_data/rules/{rule_file.name}" in names
+    assert "ckpt_doctor/_data/rules/signatures/hf-trainer.yaml" in names
+    assert "ckpt_doctor/_data/playbooks/verify-resume.yaml" in names
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = (
+        "import ckpt_doctor.data as d, ckpt_doctor.engine.catalogue as c;"
+        "assert str(d.rules_dir()).startswith(%r), d.rules_dir();"
+        "print(len(c.load_rules()))"
+    ) % str(site)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    # -I ignores PYTHONPATH; run without it but from the extracted tree instead
+    if out.returncode != 0:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=site)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip()) >= 34
