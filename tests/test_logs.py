@@ -24,7 +24,8 @@ def test_convention_resume_with_crlf_ansi_and_bad_utf8(tmp_path: Path) -> None:
     data = (
         b"\x1b[93mLoading\x1b[0m weights \xff\xfe\r\n"
         b"[checkpoint] resuming from /mnt/ckpt/run-1/checkpoint-150\r\n"
-        b"  15%|\xe2\x96\x88\xe2\x96\x8c        | 150/1000 [00:00<?, ?it/s]\r 15%| | 151/1000 [00:01<07:40, 1.84it/s]\n"
+        b"  15%|\xe2\x96\x88\xe2\x96\x8c        | 150/1000 [00:00<?, ?it/s]"
+        b"\r 15%| | 151/1000 [00:01<07:40, 1.84it/s]\n"
     )
     s = scan(tmp_path, data)
     assert ("resumed", 150) in kinds(s)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
           file=sys.stderr)
     for reason in fake.skipped:
         print(f"skipped {reason}", file=sys.stderr)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # clean up extracted bundles on kill too
     try:
         while True:
             time.sleep(3600)

@@ -518,6 +518,9 @@ class FakeKube:
             h.wfile.write(data)
         except OSError:
             h.close_connection = True
+        except Exception:  # a bug while streaming: record it, cut the connection
+            self.errors.append(traceback.format_exc())
+            h.close_connection = True
 
     @staticmethod
     def _send_stream(h: _Handler, code: int, stream: _Stream) -> None:
@@ -593,12 +596,13 @@ class FakeKube:
             return 200, self._list(rt, ns, query, table)
         if verb == "watch":
             return 200, self._watch(rt, ns, query)
+        dry = query.get("dryRun") == "All"  # validate and answer, but do not persist
         if verb == "delete":
             with self._lock:
-                if self._key(rt, ns, name) not in self._objects:
+                if (obj := self._objects.get(self._key(rt, ns, name))) is None:
                     raise _not_found(rt, name)
-                return 200, self._render(rt, self._remove(rt, ns, name))
-        written = self._api_write(verb, rt, ns, name, sub, body, headers.get("Content-Type", ""))
+                return 200, self._render(rt, obj if dry else self._remove(rt, ns, name))
+        written = self._api_write(verb, rt, ns, name, sub, body, headers.get("Content-Type", ""), dry)
         return (201 if verb == "create" else 200), written
 
     def _check_faults(self, verb: str, rt: ResourceType, sub: str | None, ns: str | None, name: str | None) -> None:
@@ -756,7 +760,7 @@ class FakeKube:
     # ---- writes -------------------------------------------------------------------------------------------
 
     def _api_write(self, verb: str, rt: ResourceType, ns: str | None, name: str | None, sub: str | None,
-                   body: bytes, content_type: str) -> Obj:
+                   body: bytes, content_type: str, dry: bool) -> Obj:
         with self._lock:
             if verb == "create":
                 new = _json_body(body)
@@ -799,7 +803,7 @@ class FakeKube:
                 raise ApiError(400, f"the API version in the data ({new['apiVersion']}) does not match the expected "
                                     f"API version ({rt.api_version})")
             new = self._canonical(rt, {**new, "metadata": {**new["metadata"], "name": name, "namespace": ns}})
-            return self._render(rt, self._put(rt, new, create=verb == "create"))
+            return self._render(rt, new if dry else self._put(rt, new, create=verb == "create"))
 
     # ---- logs ---------------------------------------------------------------------------------------------
 

