@@ -581,7 +581,6 @@ class FakeKube:
         self._check_faults(verb, rt, sub, ns, name)
         if body and "protobuf" in headers.get("Content-Type", ""):
             raise ApiError(415, "the fake API server only accepts JSON request bodies (not protobuf)")
-        table = "as=Table" in headers.get("Accept", "")
         if rt.plural == "selfsubjectaccessreviews":
             return 201, self._access_review(_json_body(body))
         if sub == "log":
@@ -590,10 +589,9 @@ class FakeKube:
             with self._lock:
                 if (obj := self._objects.get(self._key(rt, ns, name))) is None:
                     raise _not_found(rt, name)
-            obj = self._render(rt, obj)
-            return 200, _table([obj], query, {"resourceVersion": self.resource_version}) if table else obj
+            return 200, self._render(rt, obj)
         if verb == "list":
-            return 200, self._list(rt, ns, query, table)
+            return 200, self._list(rt, ns, query)
         if verb == "watch":
             return 200, self._watch(rt, ns, query)
         dry = query.get("dryRun") == "All"  # validate and answer, but do not persist
@@ -664,7 +662,7 @@ class FakeKube:
 
         return select, bool(labels or fields)
 
-    def _list(self, rt: ResourceType, ns: str | None, query: dict[str, str], table: bool) -> Obj:
+    def _list(self, rt: ResourceType, ns: str | None, query: dict[str, str]) -> Obj:
         select, filtered = self._selector(rt, ns, query)
         limit = _int(query.get("limit") or "0", "limit")
         after: tuple[str, str] | None = None
@@ -692,8 +690,6 @@ class FakeKube:
                 break
             items.append(served)
             last = list(key[1:])
-        if table:
-            return _table(items, query, meta)
         if not rt.crd:  # built-in lists carry no apiVersion/kind on their items
             items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
         return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta, "items": items}
@@ -901,32 +897,6 @@ def _read_bundle(root: Path) -> tuple[list[tuple[str, Obj]], dict[tuple[str, str
             else:
                 objs.append((str(rel), doc))
     return objs, logs, skipped
-
-
-def _table(items: list[Obj], query: dict[str, str], meta: Obj) -> Obj:
-    """A meta.k8s.io/v1 Table with the columns every resource has (kubectl asks for one to print columns)."""
-    rows = []
-    for o in items:
-        row: Obj = {"cells": [o["metadata"]["name"], _age(o["metadata"].get("creationTimestamp"))]}
-        if (include := query.get("includeObject", "Metadata")) != "None":
-            row["object"] = o if include == "Object" else {
-                "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
-        rows.append(row)
-    cols = [{"name": n, "type": "string", "format": f, "description": "", "priority": 0}
-            for n, f in (("Name", "name"), ("Age", ""))]
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": cols, "rows": rows}
-
-
-def _age(timestamp: str | None) -> str:
-    """Roughly kubectl's HumanDuration."""
-    try:
-        s = max(0, int((datetime.now(UTC) - datetime.fromisoformat(str(timestamp))).total_seconds()))
-    except (TypeError, ValueError):
-        return "<unknown>"
-    for unit, size, limit in (("s", 1, 120), ("m", 60, 180), ("h", 3600, 48), ("d", 86400, 730)):
-        if s < size * limit:
-            return f"{s // size}{unit}"
-    return f"{s // 31_536_000}y"
 
 
 def _apply_patch(doc: Obj, body: bytes, content_type: str) -> Any:

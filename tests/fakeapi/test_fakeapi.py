@@ -593,7 +593,7 @@ def test_kubectl(kubectl: Any, kube: FakeKube) -> None:
         f"pod/{POD0}\npod/{POD1}\n")
     assert kubectl("logs", POD0, "-c", "node", "--previous") == PREVIOUS_LOG.decode()
     assert kubectl("get", "ns", "-o", "name") == f"namespace/{NS}\n"
-    header, *rows = kubectl("get", "pods", "-A").splitlines()  # from the server-side Table
+    header, *rows = kubectl("get", "pods", "-A").splitlines()
     assert header.split() == ["NAMESPACE", "NAME", "AGE"] and rows[0].split()[:2] == [NS, POD0]
     assert kube.count("GET", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainjobs") >= 2
 

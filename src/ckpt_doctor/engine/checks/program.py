@@ -223,20 +223,22 @@ def resume_true(facts: Facts, rule: Rule) -> Result:
 
 @check("llamafactory-overwrite-output-dir")
 def lf_overwrite(facts: Facts, rule: Rule) -> Result:
-    for r in facts.history.runs:
-        ev = r.log.first("overwrite_output") if r.log else None
-        if ev is not None and r.log is not None:
-            return fail(
-                facts.subject(),
-                [ev.evidence(r.log.ref, r.attempt)],
-                "LlamaFactory deleted the previous trainer log: overwrite_output_dir is on and auto-resume was skipped",
-            )
-    if not uses(facts, "llamafactory"):
-        return ok(reason="not a LlamaFactory job") if _has_text(facts) else skip(NO_TEXT)
     hits = find(
         facts.texts,
         r"overwrite_output_dir\s*[:=]\s*(?:true|True)\b|--overwrite_output_dir(?:\s+(?:true|True)\b|\s*$|\s+-)",
     )
+    evidence = [t.evidence(line_of(t.text, m.start())) for t, m in hits[:1]]
+    for r in facts.history.runs:
+        ev = r.log.first("overwrite_output") if r.log else None
+        if ev is not None and r.log is not None:
+            evidence.append(ev.evidence(r.log.ref, r.attempt))
+            return fail(
+                facts.subject(),
+                evidence,
+                "LlamaFactory deleted the previous trainer log: overwrite_output_dir is on and auto-resume was skipped",
+            )
+    if not uses(facts, "llamafactory"):
+        return ok(reason="not a LlamaFactory job") if _has_text(facts) else skip(NO_TEXT)
     if hits:
         return _hit_result(facts, hits, "overwrite_output_dir: true turns LlamaFactory's auto-resume off")
     return ok(reason="overwrite_output_dir is not set")
