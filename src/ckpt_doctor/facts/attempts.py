@@ -53,6 +53,12 @@ class Run:
     # -- what the log says about how this run began and ended -------------------------------
     def start(self) -> tuple[str, int | None, LogEvent | None]:
         """('resumed', step, event) | ('fresh', 0, event) | ('unknown', None, None)."""
+        cached = self.__dict__.get("_start")
+        if cached is None:
+            cached = self.__dict__["_start"] = self._start()
+        return cached
+
+    def _start(self) -> tuple[str, int | None, LogEvent | None]:
         if self.log is None:
             return ("unknown", None, None)
         explicit = self.log.first("resumed", "fresh_start")
@@ -80,7 +86,10 @@ class Run:
     def saves(self) -> list[LogEvent]:
         if self.log is None:
             return []
-        return [e for e in self.log.of("saved", "sigterm_flush") if e.step is not None]
+        cached = self.__dict__.get("_saves")
+        if cached is None:
+            cached = self.__dict__["_saves"] = [e for e in self.log.of("saved", "sigterm_flush") if e.step is not None]
+        return cached
 
     def max_saved(self) -> int | None:
         return max((e.step for e in self.saves() if e.step is not None), default=None)

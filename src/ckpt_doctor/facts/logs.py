@@ -92,6 +92,14 @@ class LogSummary:
     empty: bool = False
 
     def of(self, *kinds: str) -> list[LogEvent]:
+        if len(kinds) == 1:  # the common case, indexed once per summary
+            idx = self.__dict__.get("_by_kind")
+            if idx is None or idx[0] != len(self.events):
+                by: dict[str, list[LogEvent]] = {}
+                for e in self.events:
+                    by.setdefault(e.kind, []).append(e)
+                idx = self.__dict__["_by_kind"] = (len(self.events), by)
+            return idx[1].get(kinds[0], [])
         return [e for e in self.events if e.kind in kinds]
 
     def first(self, *kinds: str) -> LogEvent | None:

@@ -83,18 +83,30 @@ def _counted_saves(facts: Facts, runs: list[Run]) -> list[tuple[Run, Any]]:
 @check("resumed-older-checkpoint")
 def resumed_older(facts: Facts, rule: Rule) -> Result:
     h = facts.history
-    resumed = [(r, *r.start()[1:]) for r in h.later_runs() if r.start()[0] == "resumed"]
+    resumed = [(r, r.start()[1], r.start()[2]) for r in h.later_runs() if r.start()[0] == "resumed"]
     resumed = [(r, step, ev) for r, step, ev in resumed if step is not None]
     if not resumed:
         return ok(reason="no later attempt resumed from a checkpoint step")
+    # the newest completed save of each attempt, then a running maximum over earlier attempts
+    best_of: dict[int, tuple[Run, Any]] = {}
+    for a in h.attempts:
+        saves = _counted_saves(facts, a.runs)
+        if saves:
+            best_of[a.index] = max(saves, key=lambda p: p[1].step or 0)
+    newest_before: dict[int, tuple[Run, Any] | None] = {}
+    running: tuple[Run, Any] | None = None
+    for a in h.attempts:
+        newest_before[a.index] = running
+        got = best_of.get(a.index)
+        if got is not None and (running is None or (got[1].step or 0) > (running[1].step or 0)):
+            running = got
     judged = False
     for r, step, ev in resumed:
-        earlier = [x for x in h.runs if x.attempt < r.attempt]
-        saves = _counted_saves(facts, earlier)
-        if not saves:
+        prior = newest_before.get(r.attempt)
+        if prior is None:
             continue
         judged = True
-        sr, best = max(saves, key=lambda p: p[1].step or 0)
+        sr, best = prior
         if (best.step or 0) > step:
             return fail(
                 facts.subject(),
