@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.scenario import Attempt, Scenario, tqdm  # noqa: E402
+from tests.scenario import Attempt, Scenario, tqdm
 
 PODS, ATTEMPTS, EVENTS = 512, 3, 20_000
 CK = "/mnt/ckpt/big-run"
@@ -45,7 +45,7 @@ def log_body(attempt: int, size: int) -> bytes:
         i += 1
         if i % save_every == 0:
             out += f"[checkpoint] saved {CK}/checkpoint-{start + i}\n".encode()
-    out += f"[checkpoint] saved {CK}/checkpoint-{start + 299}\nRuntimeError: NCCL error\n".encode()
+    out += f"[checkpoint] saved {CK}/checkpoint-{start + 300}\nRuntimeError: NCCL error\n".encode()
     return bytes(out)
 
 
