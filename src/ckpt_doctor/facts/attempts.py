@@ -126,6 +126,9 @@ class History:
     def runs(self) -> list[Run]:
         return [r for a in self.attempts for r in a.runs]
 
+    def attempt(self, number: int) -> Attempt:
+        return next(a for a in self.attempts if a.index == number)
+
     def later_runs(self) -> list[Run]:
         """Runs that are not part of the very first start of the TrainJob."""
         if not self.attempts:
@@ -356,6 +359,15 @@ def _group(h: History, runs: list[Run]) -> None:
             r.attempt = i
         h.attempts.append(Attempt(i, groups[key], how))
         prev_key = key
+    # number attempts as a person counts them: attempts whose pods are gone still count
+    lost = 0
+    if h.attempts:
+        first = h.attempts[0].runs[0]
+        lost = first.restart_attempt if first.restart_attempt > 0 else int(h._first_attempt_lost())
+    for a in h.attempts:
+        a.index += lost
+        for r in a.runs:
+            r.attempt += lost
 
 
 def _how(key: tuple[int, int, int], prev: tuple[int, int, int], h: History) -> str:

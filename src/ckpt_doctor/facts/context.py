@@ -59,10 +59,10 @@ class Facts:
             gap = snap.gap_for("events")
             return f"events not collected: {gap.reason}" if gap else None
         if need == "logs":
-            gap = snap.gap_for("logs")
-            if gap:
-                return f"logs not collected: {gap.reason}"
-            return None
+            # only a gap for *all* logs disables a rule; a gap for one log (logs/<pod>/<container>)
+            # affects just the runs that needed it, and the checks say so
+            gap = next((g for g in snap.not_collected if g.what == "logs"), None)
+            return f"logs not collected: {gap.reason}" if gap else None
         if need == "pvcs":
             gap = snap.gap_for("persistentvolumeclaims", "pvcs")
             return f"PVCs not collected: {gap.reason}" if gap else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ckpt_doctor.engine.checks import absence, check
-from ckpt_doctor.engine.checks.symptoms import interrupted_runs
+from ckpt_doctor.engine.checks.symptoms import all_logs_clear, interrupted_runs
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 
@@ -67,9 +67,7 @@ def partial_latest(facts: Facts, rule: Rule) -> Result:
                 f"attempt {r.attempt} was stopped while saving step {started.step}; "
                 f"attempt {nxt[0].attempt} resumed from that half-written checkpoint",
             )
-    if not runs:
-        return skip("no trainer log could be read")
-    return ok(reason="no sign of an incomplete checkpoint being loaded")
+    return all_logs_clear(facts, runs, "sign of an incomplete checkpoint being loaded")
 
 
 @check("no-checkpoint-before-interruption")

@@ -50,7 +50,7 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
         r, ev = fresh[0]
         inferred = ev is not None and ev.kind == "progress"
         evidence = [*h.earlier[:3], _log_ev(r, ev)]
-        how = facts.history.attempts[r.attempt].how
+        how = facts.history.attempt(r.attempt).how
         detail = (
             f"attempt {r.attempt} ({how}, pod {r.pod.name}) started training from step 0"
             + (" (judged from its first progress line)" if inferred else "")
@@ -213,6 +213,19 @@ def volume_attach_blocked(facts: Facts, rule: Rule) -> list[Result]:
     return results
 
 
+def all_logs_clear(facts: Facts, read: list[Run], what: str) -> Result:
+    """A pass needs every log: unread ones make the rule not_evaluated, naming them."""
+    unread = [r for r in facts.history.runs if r.log is None]
+    if unread:
+        return skip(
+            f"{len(unread)} of {len(facts.history.runs)} trainer log(s) could not be read, and the "
+            f"{len(read)} read show no {what}: {_gaps(unread)}"
+        )
+    if not read:
+        return skip("no trainer log in the snapshot")
+    return ok(reason=f"no {what} in {len(read)} log(s)")
+
+
 def _runs_with_logs(facts: Facts) -> list[Run]:
     return [r for r in facts.history.runs if r.log is not None]
 
@@ -236,17 +249,14 @@ def disk_full(facts: Facts, rule: Rule) -> Result:
                 [_log_ev(r, ev)],
                 f"attempt {r.attempt} ({r.pod.name}) ran out of space: {ev.text[:160]}",
             )
-    if not runs:
-        return skip("no trainer log could be read" + (f": {_gaps(facts.history.runs)}" if facts.history.runs else ""))
-    return ok(reason=f"no out-of-space error in {len(runs)} log(s)")
+    return all_logs_clear(facts, runs, "out-of-space error")
 
 
 def interrupted_runs(facts: Facts) -> list[Run]:
     """Runs that ended by SIGTERM: suspend, preemption, eviction, or a JobSet-wide restart."""
     h = facts.history
     out = []
-    for a in h.attempts[:-1]:
-        nxt = h.attempts[a.index + 1]
+    for a, nxt in zip(h.attempts, h.attempts[1:], strict=False):
         for r in a.runs:
             if r.ended_by_signal() or nxt.how in ("resumed", "pod-replaced"):
                 out.append(r)
@@ -348,9 +358,7 @@ def resume_crashed(facts: Facts, rule: Rule) -> Result:
                 [_log_ev(r, ev)],
                 f"attempt {r.attempt} ({r.pod.name}) crashed while loading its checkpoint: {ev.text[:160]}",
             )
-    if not runs:
-        return skip("no trainer log could be read" + (f": {_gaps(facts.history.runs)}" if facts.history.runs else ""))
-    return ok(reason=f"no checkpoint-loading error in {len(runs)} log(s)")
+    return all_logs_clear(facts, runs, "checkpoint-loading error")
 
 
 @check("trainjob-rejected")
