@@ -201,7 +201,35 @@ def _events_forbidden() -> Scenario:
     return s
 
 
+def _resumed_newer_than_seen() -> Scenario:
+    """The resume picked a checkpoint newer than any save the kept log shows: not a lexical sort."""
+    s = Scenario()
+    # saves 50..550 are visible; checkpoint-600 sorts last as text *and* is the newest number
+    return _restart(s, convention_log(CK, 0, 580, save_every=50, crash="Killed"), convention_log(CK, 600, 650))
+
+
+def _backoff(limit: int | None) -> Callable[[], Scenario]:
+    def build() -> Scenario:
+        s = healthy_resume()
+        s.backoff_limit = limit
+        return s
+
+    return build
+
+
+def _runtime_ref_kind() -> Scenario:
+    """runtimeRef without kind defaults to ClusterTrainingRuntime, but only a TrainingRuntime exists."""
+    s = healthy_resume()
+    s.trainjob_spec_extra = {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "name": s.runtime_name}}
+    return s
+
+
 CASES: list[Case] = [
+    Case("backoff-limit-fights-restarts", "fail", "backoffLimit 6 with maxRestarts 3", _backoff(6)),
+    Case("backoff-limit-fights-restarts", "fail", "no backoffLimit (default 6)", _backoff(None)),
+    Case("backoff-limit-fights-restarts", "pass", "backoffLimit 0", _backoff(0)),
+    Case("runtime-ref-unresolved", "fail", "kind defaults to ClusterTrainingRuntime", _runtime_ref_kind),
+    Case("lexical-checkpoint-sort", "pass", "resumed newer than the saves seen", _resumed_newer_than_seen),
     Case("trainer-container-not-node", "fail", "container named trainer", _container_named_trainer),
     Case("overrides-not-applied", "fail", "container named trainer", _container_named_trainer),
     Case("override-field-unsupported", "fail", "podTemplateOverrides on v2.2", _pto_on("v2.2")),

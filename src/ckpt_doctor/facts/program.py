@@ -149,3 +149,103 @@ def line_of(text: str, pos: int) -> str:
     start = text.rfind("\n", 0, pos) + 1
     end = text.find("\n", pos)
     return text[start : end if end != -1 else len(text)].strip()
+
+
+@dataclass(frozen=True)
+class ShellCommand:
+    """The last top-level command of a `-c` script: where it starts and what it is."""
+
+    line: int  # 0-based line of the script where the command starts
+    col: int | None  # column of its first word on that line (None when it starts on a continuation line)
+    text: str  # the command, continuations joined, here-document bodies left out
+    pipeline: bool  # `a | b`
+    background: bool  # `a &`
+    heredoc: bool  # it reads a here-document
+
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+
+def last_shell_command(script: str) -> ShellCommand | None:
+    """The last top-level command of a shell script (here-documents and continuations understood)."""
+    lines = script.split("\n")
+    last: ShellCommand | None = None
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip() or lines[i].lstrip().startswith("#"):
+            i += 1
+            continue
+        start, text, pos = i, "", []  # pos: (line, col) of every character of `text`
+        while True:
+            raw = lines[i]
+            body = raw.rstrip()
+            cont = body.endswith("\\") and not body.endswith("\\\\")
+            part = body[:-1] if cont else raw
+            text += part
+            pos += [(i, c) for c in range(len(part))]
+            if not cont or i + 1 >= len(lines):
+                break
+            text += " "
+            pos.append((i, len(part)))
+            i += 1
+        heredoc = False
+        for m in _HEREDOC.finditer(text):
+            heredoc = True
+            i += 1
+            while i < len(lines) and lines[i].strip() != m.group(2):
+                i += 1
+        for off, seg, background in _split_top_level(text):
+            lead = len(seg) - len(seg.lstrip())
+            at = off + lead
+            line, col = pos[at] if at < len(pos) else (start, None)
+            last = ShellCommand(
+                line, col, seg.strip(), _has_pipe(seg), background, heredoc and bool(_HEREDOC.search(seg))
+            )
+        i += 1
+    return last
+
+
+def _split_top_level(text: str) -> list[tuple[int, str, bool]]:
+    """(offset, segment, backgrounded) split at `;`, `&&`, `||`, `&` outside quotes and `$( )`."""
+    out: list[tuple[int, str, bool]] = []
+    quote, depth, start, k = "", 0, 0, 0
+    while k < len(text):
+        ch = text[k]
+        if quote:
+            if ch == "\\" and quote == '"':
+                k += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\\":
+            k += 2
+            continue
+        elif ch == "#" and (k == 0 or text[k - 1].isspace()):
+            break
+        elif text.startswith("$(", k):
+            depth += 1
+            k += 2
+            continue
+        elif ch == ")" and depth:
+            depth -= 1
+        elif depth == 0 and (text.startswith("&&", k) or text.startswith("||", k)):
+            out.append((start, text[start:k], False))
+            start = k + 2
+            k += 2
+            continue
+        elif depth == 0 and ch == ";":
+            out.append((start, text[start:k], False))
+            start = k + 1
+        elif depth == 0 and ch == "&" and text[k - 1 : k] not in (">", "<") and not text.startswith("&>", k):
+            out.append((start, text[start:k], True))
+            start = k + 1
+        k += 1
+    end = k if k < len(text) else len(text)
+    out.append((start, text[start:end], False))
+    return [(o, s, b) for o, s, b in out if s.strip()]
+
+
+def _has_pipe(seg: str) -> bool:
+    return bool(re.search(r"(?<![|>])\|(?![|&])", re.sub(r"'[^']*'|\"[^\"]*\"", "", seg)))

@@ -40,6 +40,7 @@ DYNAMIC_RX = re.compile(
     r"\$\((?:hostname|date|uuidgen|cat /proc/sys/kernel/random/uuid)[^)]*\)|`(?:hostname|date)[^`]*`|"
     r"<fieldRef:metadata\.(?:name|uid)>|time\.time\(\)|datetime\.now\(\)|uuid4\(\)"
 )
+PY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 SHELL_VAR = re.compile(r"\$\{(?P<a>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<d>[^}]*))?\}|\$(?P<b>[A-Za-z_][A-Za-z0-9_]*)")
 NODE_LOCAL_PROVISIONERS = (
     "kubernetes.io/no-provisioner",
@@ -120,6 +121,9 @@ def candidates(spec: TrainerSpec, texts_: list[Text]) -> list[CkptDir]:
                 val = _unquote(m.group("val"))
                 if val.startswith(("os.environ", "os.getenv")):
                     continue  # the env candidate already covers it
+                python = t.kind != "argv" or any(x.kind == "script" for x in texts_)  # not Hydra-style args
+                if rx is KV_RX and python and "=" in m.group(0) and PY_NAME.fullmatch(m.group("val")):
+                    continue  # `output_dir=CKPT_DIR` passes a Python variable, not a relative path
                 if rx is KV_RX and t.kind == "argv" and not m.group(0).lstrip().startswith(("output", "ckpt", "check")):
                     continue
                 key = m.group("key")

@@ -12,7 +12,7 @@ import shlex
 from ckpt_doctor.engine.checks import absence, check
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
-from ckpt_doctor.facts.program import Text, find, line_of, shell_script
+from ckpt_doctor.facts.program import Text, find, last_shell_command, line_of, shell_script
 from ckpt_doctor.facts.storage import expand
 
 NO_TEXT = "the training command, script and config are not visible (no command/args or mounted ConfigMap)"
@@ -61,7 +61,8 @@ def lexical_sort(facts: Facts, rule: Rule) -> Result:
         if kind != "resumed" or step is None:
             continue
         saved = [e.step for x in h.runs if x.attempt < r.attempt for e in x.saves() if e.step is not None]
-        if saved and step != max(saved) and f"checkpoint-{step}" == max(f"checkpoint-{s}" for s in [*saved, step]):
+        # only a resume that went *back* is a symptom of text sorting; a newer one was simply unseen
+        if saved and step < max(saved) and f"checkpoint-{step}" == max(f"checkpoint-{s}" for s in [*saved, step]):
             assert r.log is not None and ev is not None
             return fail(
                 facts.subject(),
@@ -80,7 +81,8 @@ def lexical_sort(facts: Facts, rule: Rule) -> Result:
     bad = [
         (t, m)
         for t, m in bad
-        if "key=" not in line_of(t.text, m.start()) and "checkpoint" in t.text[max(0, m.start() - 300) : m.end() + 300]
+        if "key=" not in line_of(t.text, m.start())
+        and re.search(r"checkpoint|ckpt|iter_|output_dir|save_dir", line_of(t.text, m.start()), re.I)  # not data shards
     ]
     if bad:
         return _hit_result(
@@ -144,7 +146,8 @@ def save_total_limit(facts: Facts, rule: Rule) -> Result:
         return ok(reason="not an HF Trainer-based stack (the limit applies to HF Trainer and LlamaFactory)")
     if find(facts.texts, r"save_total_limit"):
         return ok(reason="save_total_limit is set")
-    where = facts.texts[0] if facts.texts else None
+    # cite the script or config that configures the trainer (lint points at it), else the command
+    where = next((t for t in facts.texts if t.kind in ("script", "config")), facts.texts[0] if facts.texts else None)
     ev = [absence("save_total_limit", f"{where.object} {where.path}" if where else "training config")]
     return fail(facts.subject(), ev, "checkpoints accumulate without save_total_limit until the PVC fills up", "medium")
 
@@ -193,9 +196,10 @@ def sigterm_not_forwarded(facts: Facts, rule: Rule) -> Result:
         "Start the trainer with `exec` (e.g. `exec torchrun …`), or write the inline script to a file "
         "first and `exec python /path/train.py`, so SIGTERM reaches Python"
     )
+    cmd = last_shell_command(script)  # the evidence quotes the line that starts the last command
     return fail(
         facts.subject(),
-        [t.evidence(script[:300])],
+        [t.evidence(script.split("\n")[cmd.line].strip() if cmd is not None else script[:300])],
         f"`{shell} -c` stays PID 1 and does not pass SIGTERM on: {'; '.join(problems)}",
         "high" if shell in ("sh", "dash") or "<<" in script else "medium",
         fix,

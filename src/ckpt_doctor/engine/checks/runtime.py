@@ -282,3 +282,99 @@ def grace_period(facts: Facts, rule: Rule) -> Result:
             f"terminationGracePeriodSeconds is {value} s, below {minimum} s",
         )
     return ok(reason=f"terminationGracePeriodSeconds is {value} s")
+
+
+def _trainer_rjob(rjobs: list[Any]) -> tuple[int, dict[str, Any]] | None:
+    """The trainer replicated job of a JobSet spec: ancestor label first, else the one named node."""
+    items = [(i, r) for i, r in enumerate(rjobs) if isinstance(r, dict)]
+    for i, r in items:
+        if (((r.get("template") or {}).get("metadata") or {}).get("labels") or {}).get(ANCESTOR_LABEL) == "trainer":
+            return i, r
+    return next(((i, r) for i, r in items if r.get("name") == TRAINER_CONTAINER), None)
+
+
+@check("backoff-limit-fights-restarts")
+def backoff_limit_fights_restarts(facts: Facts, rule: Rule) -> Result:
+    js, rt = facts.scope.jobset, facts.scope.runtime
+    if js is not None:
+        obj, spec, base = js, js.spec, "spec"
+    elif rt is not None:
+        obj, spec, base = rt, (rt.spec.get("template") or {}).get("spec") or {}, "spec.template.spec"
+    else:
+        return skip("neither the JobSet nor the runtime is in the snapshot")
+    mr = (spec.get("failurePolicy") or {}).get("maxRestarts") if isinstance(spec.get("failurePolicy"), dict) else None
+    if not isinstance(mr, int) or mr < 1:
+        return ok(reason="no JobSet restarts are configured (see no-failure-policy)")
+    hit = _trainer_rjob(spec.get("replicatedJobs") or [])
+    if hit is None:
+        return skip("no trainer replicated job found")
+    i, rj = hit
+    job_path = f"{base}.replicatedJobs[{i}].template.spec"
+    limit = int(facts.param(rule.id, "maxBackoffLimit", rule.params.get("maxBackoffLimit", 0)))
+    bl = ((rj.get("template") or {}).get("spec") or {}).get("backoffLimit")
+    subj = facts.runtime_subject() if obj is rt else facts.subject()
+    if bl is None:
+        return fail(
+            subj,
+            [absence("backoffLimit (Kubernetes defaults to 6)", f"{obj.ref()} {job_path}")],
+            f"the trainer job {rj.get('name')!r} has no backoffLimit, so Kubernetes retries the pod 6 times in "
+            f"place before failurePolicy.maxRestarts ({mr}) can restart the JobSet",
+            "medium",
+        )
+    if isinstance(bl, int) and bl > limit:
+        return fail(
+            subj,
+            [field_ev(obj.ref(), f"{job_path}.backoffLimit", bl)],
+            f"backoffLimit {bl} on the trainer job {rj.get('name')!r} retries the pod in place before "
+            f"failurePolicy.maxRestarts ({mr}) can restart the JobSet",
+        )
+    return ok(subj, f"backoffLimit is {bl}: failures go straight to the JobSet restart")
+
+
+RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
+
+
+@check("runtime-ref-unresolved")
+def runtime_ref_unresolved(facts: Facts, rule: Rule) -> Result:
+    sc = facts.scope
+    tj = sc.trainjob
+    if tj is None:
+        return skip("no TrainJob in the input")
+    if sc.runtime is not None:
+        return ok(reason=f"spec.runtimeRef resolves to {sc.runtime.ref()} ({sc.runtime_source})")
+    ref = tj.spec.get("runtimeRef") if isinstance(tj.spec.get("runtimeRef"), dict) else {}
+    name, kind, group = ref.get("name"), ref.get("kind") or "ClusterTrainingRuntime", ref.get("apiGroup")
+    if not name:
+        return fail(tj.subject(), [absence("spec.runtimeRef.name", tj.ref())], "the TrainJob names no runtime")
+    if kind not in RUNTIME_KINDS or (group and group != "trainer.kubeflow.org"):
+        return fail(
+            tj.subject(),
+            [field_ev(tj.ref(), "spec.runtimeRef", ref)],
+            f"runtimeRef {group or 'trainer.kubeflow.org'}/{kind} is not a Trainer runtime kind: "
+            "the webhook answers `unsupported runtime`",
+            fix="Set spec.runtimeRef.apiGroup: trainer.kubeflow.org and kind: TrainingRuntime or "
+            "ClusterTrainingRuntime",
+        )
+    for o in sc.snap.of_kind(*RUNTIME_KINDS):
+        if o.name != name:
+            continue
+        if o.kind != kind:
+            why = " (kind defaults to ClusterTrainingRuntime)" if not ref.get("kind") else ""
+            return fail(
+                tj.subject(),
+                [field_ev(tj.ref(), "spec.runtimeRef.kind", ref.get("kind")), field_ev(o.ref(), "kind", o.kind)],
+                f"runtimeRef asks for a {kind} named {name!r}{why}, but {name!r} is a {o.kind}",
+                fix=f"Set spec.runtimeRef.kind: {o.kind}",
+            )
+        if kind == "TrainingRuntime" and o.namespace and tj.namespace and o.namespace != tj.namespace:
+            return fail(
+                tj.subject(),
+                [
+                    field_ev(tj.ref(), "metadata.namespace", tj.namespace),
+                    field_ev(o.ref(), "metadata.namespace", o.namespace),
+                ],
+                f"TrainingRuntime {name!r} is in namespace {o.namespace}, the TrainJob in {tj.namespace}: "
+                "a TrainingRuntime serves only its own namespace",
+                fix="Create the TrainingRuntime in the TrainJob's namespace, or use a ClusterTrainingRuntime",
+            )
+    return skip(sc.runtime_missing or f"{kind} {name!r} is not in the input")

@@ -36,6 +36,9 @@ def ckpt_dir_not_persistent(facts: Facts, rule: Rule) -> Result:
         return skip("neither a trainer pod nor a runtime is in the snapshot")
     claims = [v for v in spec.pod_spec.get("volumes") or [] if isinstance(v, dict) and "persistentVolumeClaim" in v]
     cd = facts.ckpt_dir
+    if facts.mode == "lint" and facts.scope.trainjob is None and (cd is None or cd.volume_kind == "container-fs"):
+        # a runtime linted on its own: TrainJobs may add the volume (overrides) and the directory (env)
+        return skip("judged per TrainJob: its overrides and spec.trainer.env may add the checkpoint volume")
     if cd is None:
         if not claims:
             return fail(

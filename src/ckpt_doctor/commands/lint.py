@@ -1,0 +1,73 @@
+"""`ckpt-doctor lint`: check manifests before they are applied, and `--fix` what is mechanical."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ckpt_doctor.commands.common import add_output_flags, emit
+from ckpt_doctor.facts.versions import KNOWN, normalise
+from ckpt_doctor.lint import LintResult, lint_paths
+
+
+def trainer_version_arg(value: str) -> str:
+    if normalise(value) is None:
+        raise argparse.ArgumentTypeError(f"unknown Trainer version {value!r} (known: {', '.join(KNOWN)})")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "lint",
+        help="check manifests before they are applied (guided first-time setup)",
+        description=(
+            "Read TrainJob, TrainingRuntime, ClusterTrainingRuntime, PVC, StorageClass and ConfigMap manifests "
+            "and judge every cause of a failed resume that manifests can show, merged the way the Trainer "
+            "controller merges them. Symptoms need a cluster and are listed as not evaluated."
+        ),
+        epilog="Exit codes: 0 nothing failed at or above --fail-on, 1 findings, 2 usage, 3 unreadable path, "
+        "4 --strict and something could not be evaluated.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="FILE_OR_DIR",
+        help="manifest files, folders (searched recursively for *.yaml, *.yml, *.json) or - for standard input",
+    )
+    p.add_argument(
+        "--trainer-version",
+        type=trainer_version_arg,
+        metavar="v2.x",
+        help="the cluster's Trainer version (default: inferred from the override fields used, else the newest)",
+    )
+    add_output_flags(p, ("text", "json", "sarif", "junit"))
+    p.add_argument("--fix", action="store_true", help="rewrite the files in place for the mechanical fixes")
+    p.add_argument(
+        "--dry-run", action="store_true", help="with --fix: print the unified diff instead of writing the files"
+    )
+    p.set_defaults(func=run)
+
+
+def _notes(result: LintResult) -> None:
+    for n in result.manifests.notes:
+        print(f"ckpt-doctor: note: {n.where()}: {n.message}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = lint_paths(args.paths, args.trainer_version)
+    if args.fix or args.dry_run:
+        from ckpt_doctor.fix import fix_result
+
+        outcome = fix_result(result, write=not args.dry_run)
+        for line in outcome.messages():
+            print(f"ckpt-doctor: {line}", file=sys.stderr)
+        if not outcome.changes:
+            print("ckpt-doctor: nothing to fix mechanically", file=sys.stderr)
+        if args.dry_run:
+            sys.stdout.write(outcome.diff)
+            return outcome.after.exit_code(args.fail_on, args.strict)
+        result = outcome.after
+    if args.output != "text":
+        _notes(result)
+    emit(result.diagnosis, args.output, args.verbose)
+    return result.exit_code(args.fail_on, args.strict)

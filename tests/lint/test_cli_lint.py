@@ -1,0 +1,79 @@
+"""`ckpt-doctor lint` as a command: flags, exit codes (contracts §1) and the text a human reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from tests.lint.conftest import FIXTURES, VARIANTS, findings_schema
+
+GOOD = FIXTURES / "v2.1" / "good"
+
+
+def _variant(name: str):
+    return next(v for v in VARIANTS if v.id == name)
+
+
+def test_exit_codes(tmp_path: Path, cli) -> None:
+    assert cli("lint", str(GOOD))[0] == 0
+    grace = _variant("v2.1/grace-period").materialize(tmp_path / "a")  # a warning
+    assert cli("lint", str(grace))[0] == 1  # default --fail-on warning
+    assert cli("lint", str(grace), "--fail-on", "error")[0] == 0
+    label = _variant("v2.1/ancestor-label-on-pod-template").materialize(tmp_path / "b")  # an error
+    assert cli("lint", str(label), "--fail-on", "error")[0] == 1
+    assert cli("lint", str(label), "--fail-on", "critical")[0] == 0
+    assert cli("lint", str(label), "--fail-on", "critical", "--strict")[0] == 4
+    assert cli("lint", str(GOOD), "--trainer-version", "v9")[0] == 2
+    assert cli("lint", str(GOOD), "--fail-on", "fatal")[0] == 2
+    assert cli("lint")[0] == 2
+    assert cli("lint", str(tmp_path / "missing"))[0] == 3
+
+
+def test_text_output_points_at_file_line_and_fix(tmp_path: Path, cli) -> None:
+    root = _variant("v2.1/env-in-pod-template-overrides").materialize(tmp_path)
+    rc, out, _err = cli("lint", str(root))
+    assert rc == 1
+    assert "env-in-pod-template-overrides" in out
+    assert f"{root}/trainjob.yaml:30" in out
+    assert "spec.trainer.env" in out  # the fix
+    assert "needs cluster evidence" in out  # symptoms are listed as not evaluated
+
+
+def test_json_subjects_carry_file_and_line(tmp_path: Path, cli) -> None:
+    root = _variant("v2.1/sigterm-heredoc").materialize(tmp_path)
+    rc, out, _err = cli("lint", str(root), "-o", "json")
+    doc = json.loads(out)
+    jsonschema.validate(doc, findings_schema())
+    assert rc == 1 and doc["mode"] == "lint" and doc["target"] is None
+    (f,) = [f for f in doc["findings"] if f["status"] == "fail"]
+    assert f["rule"] == "sigterm-not-forwarded"
+    assert f["subject"] == {
+        "kind": "TrainingRuntime",
+        "namespace": "team-a",
+        "name": "sft-checkpoint-runtime",
+        "file": f"{root}/runtime.yaml",
+        "line": 37,
+    }
+    assert {"type": "file", "path": f"{root}/runtime.yaml", "line": 37, "text": "python - <<'PY'"} in f["evidence"]
+    assert f["confidence"] == "high"
+
+
+def test_several_trainjobs_one_document(tmp_path: Path, cli) -> None:
+    rc, out, _err = cli("lint", str(FIXTURES / "v2.3" / "good"), str(FIXTURES / "v2.0" / "good"), "-o", "json")
+    doc = json.loads(out)
+    jsonschema.validate(doc, findings_schema())
+    names = {f["subject"]["name"] for f in doc["findings"] if f["subject"]["kind"] == "TrainJob"}
+    assert names == {"qwen-sft-0412", "llama-pretrain"}
+    # one finding per rule per subject
+    keys = [(f["rule"], f["subject"]["kind"], f["subject"]["name"]) for f in doc["findings"]]
+    assert len(keys) == len(set(keys))
+    # mixed versions: judged against the newest, so the v2.0 podSpecOverrides fail
+    assert rc == 1
+    assert [f["rule"] for f in doc["findings"] if f["status"] == "fail"] == ["override-field-unsupported"]
+
+
+def test_verbose_lists_passes(cli) -> None:
+    _rc, out, _err = cli("lint", str(GOOD), "-v")
+    assert "PASSED" in out and "missing-ancestor-label" in out

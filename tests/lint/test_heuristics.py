@@ -1,0 +1,141 @@
+"""Heuristics in the training command: the same rule wherever the setting is written (config file,
+command-line override, inline YAML in a shell script), and the shell analysis behind `exec`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ckpt_doctor.facts.program import last_shell_command
+from ckpt_doctor.lint import lint_paths
+from tests.lint.conftest import FIXTURES
+
+LF = FIXTURES / "frameworks" / "llamafactory-good"
+LF_CMD = '                      command: ["llamafactory-cli", "train", "/opt/train/qwen2.5_lora_sft.yaml"]\n'
+
+
+def _lf_set(tmp_path: Path, command: str) -> Path:
+    root = tmp_path / "m"
+    shutil.copytree(FIXTURES / "v2.3" / "good", root)
+    for f in LF.iterdir():
+        if f.name != "expect.yaml":
+            shutil.copy(f, root / f.name)
+    rt = root / "runtime.yaml"
+    text = rt.read_text()
+    assert LF_CMD in text
+    rt.write_text(text.replace(LF_CMD, command))
+    return root
+
+
+def _failed(root: Path) -> list[tuple[str, str, int]]:
+    return sorted(
+        (f.rule.id, Path(f.result.subject["file"]).name, f.result.subject["line"])
+        for f in lint_paths([str(root)]).failed()
+    )
+
+
+def _line(root: Path, name: str, needle: str) -> int:
+    return next(i for i, ln in enumerate((root / name).read_text().splitlines(), 1) if needle in ln)
+
+
+def test_llamafactory_override_on_the_command_line(tmp_path: Path) -> None:
+    root = _lf_set(
+        tmp_path,
+        '                      command: ["llamafactory-cli", "train", "/opt/train/qwen2.5_lora_sft.yaml", '
+        '"overwrite_output_dir=true"]\n',
+    )
+    assert _failed(root) == [
+        ("llamafactory-overwrite-output-dir", "runtime.yaml", _line(root, "runtime.yaml", "overwrite_output_dir=true"))
+    ]
+
+
+def test_llamafactory_inline_yaml_in_a_shell_script(tmp_path: Path) -> None:
+    script = """                      command:
+                        - bash
+                        - -ec
+                        - |
+                          cat > /tmp/sft.yaml <<'EOF'
+                          model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct
+                          stage: sft
+                          do_train: true
+                          finetuning_type: lora
+                          dataset: alpaca_en_demo
+                          template: qwen
+                          output_dir: /mnt/ckpt/qwen-sft-0412
+                          save_steps: 200
+                          save_total_limit: 3
+                          overwrite_output_dir: true
+                          resume_from_checkpoint: true
+                          EOF
+                          exec llamafactory-cli train /tmp/sft.yaml
+"""
+    root = _lf_set(tmp_path, script)
+    assert _failed(root) == sorted(
+        [
+            (
+                "llamafactory-overwrite-output-dir",
+                "runtime.yaml",
+                _line(root, "runtime.yaml", "overwrite_output_dir: true"),
+            ),
+            ("resume-true-hardcoded", "runtime.yaml", _line(root, "runtime.yaml", "resume_from_checkpoint: true")),
+        ]
+    )
+
+
+def test_hostpath_checkpoint_volume(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    shutil.copytree(FIXTURES / "v2.1" / "good", root)
+    tj = root / "trainjob.yaml"
+    tj.write_text(
+        tj.read_text().replace(
+            "            persistentVolumeClaim:\n              claimName: sft-checkpoints\n",
+            "            hostPath:\n              path: /data/ckpt\n              type: DirectoryOrCreate\n",
+        )
+    )
+    result = lint_paths([str(root)])
+    (f,) = result.failed()
+    assert f.rule.id == "ckpt-dir-not-persistent" and "hostPath" in f.result.detail
+
+
+def test_trainer_not_last_is_reported_but_not_fixed(tmp_path: Path, cli) -> None:
+    root = tmp_path / "m"
+    shutil.copytree(FIXTURES / "v2.3" / "good", root)
+    rt = root / "runtime.yaml"
+    rt.write_text(
+        rt.read_text().replace(
+            '                          exec torchrun --nproc_per_node="${PET_NPROC_PER_NODE}" /opt/train/train.py\n',
+            '                          torchrun --nproc_per_node="${PET_NPROC_PER_NODE}" /opt/train/train.py\n'
+            '                          echo "training finished"\n',
+        )
+    )
+    assert [r for r, _f, _l in _failed(root)] == ["sigterm-not-forwarded"]
+    before = rt.read_bytes()
+    rc, _out, err = cli("lint", str(root), "--fix")
+    assert rc == 1 and "not the trainer" in err and rt.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "script,line,col,text,pipeline,background,heredoc",
+    [
+        ("set -e\ncd /w && python train.py", 1, 9, "python train.py", False, False, False),
+        ("python - <<'PY'\nimport os\nPY\n", 0, 0, "python - <<'PY'", False, False, True),
+        ("torchrun \\\n  --nproc=8 \\\n  train.py", 0, 0, "torchrun    --nproc=8    train.py", False, False, False),
+        ("python t.py 2>&1 | tee log", 0, 0, "python t.py 2>&1 | tee log", True, False, False),
+        ("python t.py &\nwait", 1, 0, "wait", False, False, False),
+        ("python t.py; echo 'a; b'  # done", 0, 13, "echo 'a; b'", False, False, False),
+        ("cd /a && \\\n  python t.py > log 2>&1", 1, 2, "python t.py > log 2>&1", False, False, False),
+    ],
+)
+def test_last_shell_command(script, line, col, text, pipeline, background, heredoc) -> None:
+    c = last_shell_command(script)
+    assert c is not None
+    assert (c.line, c.col, c.text, c.pipeline, c.background, c.heredoc) == (
+        line,
+        col,
+        text,
+        pipeline,
+        background,
+        heredoc,
+    )
