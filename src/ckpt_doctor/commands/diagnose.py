@@ -32,6 +32,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_output_flags(p, ("text", "json", "markdown", "sarif", "junit"))
     add_cluster_flags(p)
+    live = p.add_argument_group("live collection")
+    live.add_argument("-q", "--quiet", action="store_true", help="no progress display on stderr")
+    live.add_argument(
+        "--log-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="bytes read from the head and from the tail of each log (default: 131072)",
+    )
+    live.add_argument("--concurrency", type=int, default=8, metavar="N", help="parallel log reads (default: 8)")
     p.set_defaults(func=run)
 
 
@@ -47,12 +57,16 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("name a TrainJob ([NAMESPACE/]NAME) or pass --bundle PATH")
         from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
 
+        window = {"head_bytes": args.log_bytes, "tail_bytes": args.log_bytes} if args.log_bytes else {}
         snap = collect_live(
             args.target,
             namespace=args.namespace,
             context=args.context,
             kubeconfig=args.kubeconfig,
             timeout=args.request_timeout,
+            quiet=args.quiet,
+            workers=args.concurrency,
+            **window,
         )
         diag = diagnose_snapshot(
             snap, snap.meta.get("target", {}).get("name") or None, args.trainer_version, args.signatures

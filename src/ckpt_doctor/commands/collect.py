@@ -1,0 +1,142 @@
+"""`ckpt-doctor collect`: capture a redacted evidence bundle of one TrainJob (contracts.md §2)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ckpt_doctor.cli import add_cluster_flags
+from ckpt_doctor.errors import InputError
+
+DEFAULT_WINDOW = 128 * 1024  # = facts.logs.HEAD_BYTES / TAIL_BYTES (not imported: keep `--help` fast)
+NO_REDACT_WARNING = (
+    "ckpt-doctor: WARNING: --no-redact: the bundle holds env values, tokens, passwords, keys and log lines "
+    "exactly as the cluster has them; do not share it"
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "collect",
+        help="capture a redacted evidence bundle of one TrainJob",
+        description="Read one TrainJob and everything around it (runtime, JobSet, Jobs, pods, events, PVCs, PVs, "
+        "storage classes, nodes, Kueue Workload, container logs current and previous) and write it as a bundle "
+        "that `ckpt-doctor diagnose --bundle` reads. Credentials are redacted unless --no-redact.",
+    )
+    p.add_argument("target", metavar="[NAMESPACE/]TRAINJOB", help="the TrainJob on the live cluster")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE.tar.gz",
+        help="the bundle to write: FILE.tar.gz or FILE.tgz (any other name: a new directory)",
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="record until the TrainJob finishes or Ctrl-C: keep every attempt's pods, events and logs as they "
+        "happen, so the evidence of a restart survives the restart",
+    )
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="do NOT redact: env values, tokens, passwords, keys, credentials in URLs and log lines go into the "
+        "bundle exactly as the cluster has them (for bundles that never leave your machine); prints a warning",
+    )
+    p.add_argument(
+        "--redact-pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="also redact what REGEX matches (repeatable; its first group if it has one, else the whole match)",
+    )
+    p.add_argument(
+        "--log-bytes",
+        type=_positive,
+        default=DEFAULT_WINDOW,
+        metavar="N",
+        help=f"bytes read from the head and from the tail of each log (default: {DEFAULT_WINDOW})",
+    )
+    p.add_argument("--concurrency", type=_positive, default=8, metavar="N", help="parallel log reads (default: 8)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
+    add_cluster_flags(p)
+    p.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return n
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """`kill PID` stops a recording the way Ctrl-C does: the bundle is still written."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ckpt_doctor.sources.bundle_write import write_bundle
+    from ckpt_doctor.sources.redact import Redactor
+
+    redactor = Redactor(args.redact_pattern, enabled=not args.no_redact)  # bad patterns: exit 3 before any I/O
+    if args.no_redact:
+        print(NO_REDACT_WARNING, file=sys.stderr)
+    common: dict[str, Any] = {
+        "namespace": args.namespace,
+        "context": args.context,
+        "kubeconfig": args.kubeconfig,
+        "timeout": args.request_timeout,
+        "head_bytes": args.log_bytes,
+        "tail_bytes": args.log_bytes,
+        "workers": args.concurrency,
+        "quiet": args.quiet,
+    }
+    extra: dict[str, bytes] = {}
+    if args.follow:
+        from ckpt_doctor.sources.recorder import record
+
+        with _sigterm_as_interrupt():
+            snap, extra = record(args.target, **common)
+        redactor.snapshot(snap)
+        extra = {k: redactor.bytes(v) for k, v in extra.items()}
+        snap.meta["redactions"] = redactor.count
+    else:
+        from ckpt_doctor.sources.live import collect_live
+
+        snap = collect_live(args.target, redact=not args.no_redact, redact_patterns=args.redact_pattern, **common)
+    try:
+        out = write_bundle(snap, args.output, extra)
+    except OSError as e:
+        raise InputError(f"cannot write the bundle: {e.strerror or e}", str(args.output)) from None
+    if not args.quiet:
+        target = snap.meta.get("target") or {}
+        print(
+            f"ckpt-doctor: wrote {out} for TrainJob {target.get('namespace')}/{target.get('name')}: "
+            f"{len(snap.objects)} objects, {len(snap.logs)} logs, {snap.meta.get('redactions', 0)} redactions, "
+            f"{len(snap.not_collected)} not collected",
+            file=sys.stderr,
+        )
+        for g in snap.not_collected:
+            print(f"  not collected: {g.what}: {g.reason}", file=sys.stderr)
+    return 0

@@ -1,0 +1,1 @@
+"""Live-cluster tests (fake API server by default)."""

@@ -1,0 +1,236 @@
+"""Each fault: the collection completes, records the gap, and the rules that needed the data are not_evaluated."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ckpt_doctor.engine.catalogue import default_rules
+from tests.live.conftest import REAL_KUBECONFIG, run_cli
+from tests.live.faulty import FaultyKube, cut, rotated, vanish
+from tests.live.scenario import NAME, NS, Scenario, pod_name
+
+P0, P1, P2 = (pod_name(NAME, i) for i in range(3))
+
+
+@dataclass
+class Case:
+    id: str
+    setup: Callable[[FaultyKube], Any]
+    what: str  # the notCollected entry
+    reason: str  # its reason (a prefix when it ends with "…")
+    need: str | None  # the rule input it takes away
+    rc: int  # exit code with --fail-on critical --strict
+    timeout: float = 5.0
+
+
+NOT_COLLECTED = {"pods": "pods", "events": "events", "logs": "logs", "pvcs": "PVCs"}
+CASES = [
+    Case(
+        "403-pods",
+        lambda k: k.fault("list", "pods", status=403),
+        "pods",
+        "forbidden: cannot list pods in team-a",
+        "pods",
+        4,
+    ),
+    Case(
+        "403-events",
+        lambda k: k.fault("list", "events", status=403),
+        "events",
+        "forbidden: cannot list events in team-a",
+        "events",
+        1,
+    ),
+    Case(
+        "403-pvcs",
+        lambda k: k.fault("list", "persistentvolumeclaims", status=403),
+        "persistentvolumeclaims",
+        "forbidden: cannot list persistentvolumeclaims in team-a",
+        "pvcs",
+        1,
+    ),
+    Case(
+        "403-jobset",
+        lambda k: k.fault("get", "jobsets", status=403),
+        "jobsets",
+        "forbidden: cannot get jobsets sft-run in team-a",
+        None,
+        1,
+    ),  # no rule needs the JobSet yet
+    Case(
+        "403-logs",
+        lambda k: k.fault("get", "pods/log", status=403),
+        f"logs/{P0}/node",
+        f"forbidden: cannot get pods/log of {P0}",
+        "logs",
+        4,
+    ),
+    Case(
+        "403-nodes",
+        lambda k: k.fault("get", "nodes", status=403),
+        "nodes/gpu-0",
+        "forbidden: cannot get nodes gpu-0 at cluster scope",
+        None,
+        1,
+    ),
+    Case(
+        "404-runtime",
+        lambda k: k.fault("get", "clustertrainingruntimes", status=404),
+        "clustertrainingruntimes",
+        "not found: ClusterTrainingRuntime torch-ckpt (404)",
+        "runtime",
+        1,
+    ),
+    Case(
+        "500-events",
+        lambda k: k.fault("list", "events", status=500),
+        "events",
+        "server error 500: list events in team-a: Internal error occurred: injected fault",
+        "events",
+        1,
+    ),
+    Case(
+        "500-pods",
+        lambda k: k.fault("list", "pods", status=500),
+        "pods",
+        "server error 500: list pods in team-a: Internal error occurred: injected fault",
+        "pods",
+        4,
+    ),
+    Case(
+        "timeout-events",
+        lambda k: k.slow.update(events=3.0),
+        "events",
+        "timed out: list events in team-a (no answer within 0.6s)",
+        "events",
+        1,
+        timeout=0.6,
+    ),
+    Case(
+        "timeout-log",
+        lambda k: k.slow.update({"pods/log": 3.0}),
+        f"logs/{P0}/node",
+        f"timed out reading the log of {P0}/node: no answer within 0.6s",
+        "logs",
+        4,
+        timeout=0.6,
+    ),
+    Case(
+        "pod-vanishes",
+        lambda k: k.log_hooks.update({P1: vanish}),
+        f"logs/{P1}/node",
+        f"pod {P1} was deleted before its log could be read (404)",
+        "logs",
+        1,  # the other pods still show the fresh start: one lost log hides nothing
+    ),
+    Case(
+        "stream-cut",
+        lambda k: k.log_hooks.update({P2: cut}),
+        f"logs/{P2}/node",
+        f"connection lost while reading the log of {P2}/node (pod gone?): …",
+        "logs",
+        1,  # the other pods still show the fresh start: one lost log hides nothing
+    ),
+    Case(
+        "rotated-log",
+        lambda k: k.log_hooks.update({P1: rotated}),
+        f"logs/{P1}/node",
+        f"log of {P1}/node was rotated or removed on the node: failed to try resolving symlinks in path …",
+        "logs",
+        1,  # the other pods still show the fresh start: one lost log hides nothing
+    ),
+    Case(
+        "binary-log",
+        lambda k: k.set_log(NS, P1, "node", b"\x7fELF" + b"\x00" * 64 + b"\x01\x02" * 100),
+        f"logs/{P1}/node",
+        f"log of {P1}/node is binary (64 NUL bytes in its first 4 KiB), not text",
+        "logs",
+        1,  # the other pods still show the fresh start: one lost log hides nothing
+    ),
+]
+
+
+# rules whose pass means "no error in any log": an unread log must keep them from passing
+LOG_SCANNING_RULES = ("checkpoint-disk-full", "resume-crashed", "partial-latest-checkpoint")
+
+
+def _reason_matches(got: str, want: str) -> bool:
+    return got.startswith(want[:-1]) if want.endswith("…") else got == want
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> Iterator[tuple[FaultyKube, Path]]:
+    if REAL_KUBECONFIG:
+        pytest.skip("injects faults: fake API server only")
+    with FaultyKube() as kube:
+        Scenario(pods=3).load(kube)
+        yield kube, kube.kubeconfig(tmp_path / "kc", namespace=NS)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_fault_degrades_to_not_evaluated(case: Case, faulty: tuple[FaultyKube, Path]) -> None:
+    kube, kc = faulty
+    case.setup(kube)
+    got = run_cli(
+        [
+            "diagnose",
+            f"{NS}/{NAME}",
+            "--kubeconfig",
+            str(kc),
+            "-o",
+            "json",
+            "--fail-on",
+            "critical",
+            "--strict",
+            "--request-timeout",
+            str(case.timeout),
+        ]
+    )
+    assert got.rc == case.rc, got.err
+    doc = got.json()
+    gaps = {g["what"]: g["reason"] for g in doc["notCollected"]}
+    assert case.what in gaps, gaps
+    assert _reason_matches(gaps[case.what], case.reason), gaps[case.what]
+    if case.need is None:
+        return
+    by_id = {f["rule"]: f for f in doc["findings"]}
+    if case.what.startswith("logs/"):
+        # one unreadable log: the rules that need every log for an all-clear say which log is missing;
+        # the others judge from what is there (e.g. "no restart happened" needs no log at all)
+        for rule_id in LOG_SCANNING_RULES:
+            f = by_id[rule_id]
+            assert f["status"] == "not_evaluated", (rule_id, f)
+            assert case.reason.rstrip("…") in f["reason"], (rule_id, f["reason"], case.reason)
+        return
+    affected = [r for r in default_rules() if "diagnose" in r.modes and case.need in r.needs]
+    assert affected, f"no rule needs {case.need}"
+    for rule in affected:
+        f = by_id[rule.id]
+        assert f["status"] == "not_evaluated", (rule.id, f)
+        want = f"{NOT_COLLECTED[case.need]} not collected: {case.reason}" if case.need in NOT_COLLECTED else case.reason
+        assert _reason_matches(f["reason"], want), (rule.id, f["reason"], want)
+
+
+def test_optional_kueue_and_trainer_probe_are_not_gaps(faulty: tuple[FaultyKube, Path]) -> None:
+    kube, kc = faulty
+    kube.fault("list", "workloads", status=403)  # Kueue installed but not readable: still no gap
+    got = run_cli(["diagnose", f"{NS}/{NAME}", "--kubeconfig", str(kc), "-o", "json"])
+    assert got.json()["notCollected"] == []
+    assert kube.count("GET", "/deployments/kubeflow-trainer-controller-manager") == 1  # tried once, 404
+
+
+def test_every_fault_at_once_still_completes(faulty: tuple[FaultyKube, Path]) -> None:
+    kube, kc = faulty
+    for plural in ("jobsets", "jobs", "pods", "events", "persistentvolumeclaims", "clustertrainingruntimes"):
+        kube.fault(resource=plural, status=403)
+    got = run_cli(
+        ["diagnose", f"{NS}/{NAME}", "--kubeconfig", str(kc), "-o", "json", "--strict", "--fail-on", "critical"]
+    )
+    assert got.rc == 4, got.err
+    whats = {g["what"] for g in got.json()["notCollected"]}
+    assert whats == {"jobsets", "jobs", "pods", "events", "persistentvolumeclaims", "clustertrainingruntimes"}
