@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckpt_doctor.engine.catalogue import default_rules
+from ckpt_doctor.engine.checks import snippet
 from ckpt_doctor.engine.model import Finding, Result
 from ckpt_doctor.engine.walk import Diagnosis, evaluate
 from ckpt_doctor.facts.context import Facts
@@ -380,10 +381,8 @@ def match(text: str) -> list[Match]:
     return out
 
 
-def _snippet(text: str, m: re.Match[str], before: int = 60, after: int = 60) -> str:
-    start = max(0, m.start() - before)
-    end = min(len(text), m.end() + after)
-    return ("…" if start else "") + " ".join(text[start:end].split()) + ("…" if end < len(text) else "")
+def _snippet(text: str, m: re.Match[str], before: int = 60, after: int = 200) -> str:
+    return snippet(text, m.start(), m.end(), before, after)
 
 
 def _versioned_field(mt: Match) -> str | None:

@@ -64,7 +64,7 @@ def render(diag: Diagnosis) -> str:
         lines += [f"| `{n.rule.id}` | {_md_escape(n.result.reason or '')} |" for n in ne]
         lines.append("")
     if f.scope.snap.not_collected:
-        lines += ["## Not collected", ""]
+        lines += ["## Notes" if f.mode == "lint" else "## Not collected", ""]
         lines += [f"- {g.what}: {g.reason}" for g in f.scope.snap.not_collected]
         lines.append("")
     return "\n".join(lines)

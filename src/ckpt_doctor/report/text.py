@@ -55,7 +55,7 @@ def build(diag: Diagnosis, verbose: bool = False) -> Text:
             out.append(f"  … {len(ne) - 12} more (-v lists all)\n", "yellow")
     gaps = f.scope.snap.not_collected
     if gaps:
-        out.append("\nNOT COLLECTED\n", "bold yellow")
+        out.append("\nNOTES\n" if f.mode == "lint" else "\nNOT COLLECTED\n", "bold yellow")
         for g in gaps:
             out.append(f"  {g.what}: {g.reason}\n", "yellow")
     passed = [x for x in diag.findings if x.status == "pass"]

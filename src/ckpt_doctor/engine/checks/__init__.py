@@ -51,6 +51,23 @@ def condition_ev(obj: str, cond: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def snippet(text: str, start: int, end: int, before: int = 120, after: int = 120) -> str:
+    """The matched part of `text` with some context, cut at word boundaries, on one line."""
+    lo, hi = max(0, start - before), min(len(text), end + after)
+    if lo > 0:
+        space = text.find(" ", lo, start)
+        lo = space + 1 if space != -1 else lo
+    if hi < len(text):
+        space = text.rfind(" ", end, hi)
+        hi = space if space != -1 else hi
+    body = " ".join(text[lo:hi].split())
+    return ("…" if lo else "") + body + ("…" if hi < len(text) else "")
+
+
+def text_ev(text: str, start: int, end: int) -> dict[str, Any]:
+    return {"type": "text", "text": snippet(text, start, end)}
+
+
 def event_ev(f: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "event",

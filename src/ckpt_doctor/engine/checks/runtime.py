@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ckpt_doctor.engine.checks import absence, check, field_ev
+from ckpt_doctor.engine.checks import absence, check, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import compare
@@ -94,7 +94,7 @@ def env_in_overrides(facts: Facts, rule: Rule) -> Result:
         if i != -1:
             return fail(
                 None,
-                [{"type": "text", "text": text[max(0, i - 160) : i + len(ENV_DENIAL)]}],
+                [text_ev(text, i, i + len(ENV_DENIAL))],
                 "env on the node container was set through overrides",
             )
         return ok(reason="not this denial")

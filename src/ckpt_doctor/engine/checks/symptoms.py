@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ckpt_doctor.engine.checks import absence, check, condition_ev, event_ev, field_ev
+from ckpt_doctor.engine.checks import absence, check, condition_ev, event_ev, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.attempts import Run
 from ckpt_doctor.facts.context import Facts
@@ -369,7 +369,7 @@ def trainjob_rejected(facts: Facts, rule: Rule) -> Result:
         if m:
             return fail(
                 None,
-                [{"type": "text", "text": text[max(0, m.start() - 40) : m.end() + 200]}],
+                [text_ev(text, m.start(), m.end())],
                 "the API server refused the TrainJob",
             )
         return ok(reason="the text is not an admission denial")
