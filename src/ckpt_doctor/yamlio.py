@@ -83,13 +83,14 @@ def kube_objects(text: str, where: str) -> Iterator[dict[str, Any]]:
     skipped silently: the caller decides whether a file with none is an error.
     """
     for doc in iter_documents(text, where):
-        yield from _flatten(doc)
+        yield from flatten_objects(doc)
 
 
-def _flatten(doc: Any) -> Iterator[dict[str, Any]]:
+def flatten_objects(doc: Any) -> Iterator[dict[str, Any]]:
+    """The Kubernetes objects in a document: itself, a list's items, or a `kind: *List`'s items."""
     if isinstance(doc, list):
         for item in doc:
-            yield from _flatten(item)
+            yield from flatten_objects(item)
         return
     if not isinstance(doc, dict):
         return
@@ -100,7 +101,8 @@ def _flatten(doc: Any) -> Iterator[dict[str, Any]]:
             if isinstance(item, dict):
                 if item_kind and "kind" not in item:
                     item = {**item, "kind": item_kind, "apiVersion": doc.get("apiVersion")}
-                yield from _flatten(item)
+                yield from flatten_objects(item)
         return
-    if isinstance(kind, str) and isinstance(doc.get("apiVersion"), str):
+    api = doc.get("apiVersion")
+    if isinstance(kind, str) and kind and isinstance(api, str) and api:
         yield doc

@@ -30,7 +30,7 @@ from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.snapshot import Gap, Obj, Origin, Snapshot
-from ckpt_doctor.yamlio import MAX_EXPANDED_NODES, expanded_size
+from ckpt_doctor.yamlio import MAX_EXPANDED_NODES, expanded_size, flatten_objects
 
 SUFFIXES = (".yaml", ".yml", ".json")
 MAX_FILE = 64 * 1024 * 1024
@@ -363,7 +363,7 @@ def _read_text(mset: ManifestSet, mf: ManifestFile) -> None:
         if too_big:
             mset.note(mf.display, "YAML aliases expand to an enormous document (alias bomb?); skipped", node_line(doc))
             continue
-        found = list(_flatten(doc))
+        found = list(flatten_objects(doc))
         if not found:
             others += 1
         objects += found
@@ -376,22 +376,6 @@ def _read_text(mset: ManifestSet, mf: ManifestFile) -> None:
     mset.files.append(mf)
     for node in objects:
         _add_object(mset, mf, node)
-
-
-def _flatten(doc: Any) -> Iterator[Any]:
-    if isinstance(doc, list):
-        for item in doc:
-            yield from _flatten(item)
-        return
-    if not isinstance(doc, dict):
-        return
-    kind, api = doc.get("kind"), doc.get("apiVersion")
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
-        for item in doc["items"]:
-            yield from _flatten(item)
-        return
-    if isinstance(kind, str) and isinstance(api, str) and kind and api:
-        yield doc
 
 
 def _add_object(mset: ManifestSet, mf: ManifestFile, node: Any) -> None:

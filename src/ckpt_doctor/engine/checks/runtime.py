@@ -230,16 +230,23 @@ def trainer_edited_while_running(facts: Facts, rule: Rule) -> Result:
     return ok(reason="no sign that spec.trainer changed after the JobSet was created")
 
 
+def jobset_spec(facts: Facts) -> tuple[Any, dict[str, Any], str] | None:
+    """(object, JobSet spec, its field path): the live JobSet when there is one, else the runtime's template."""
+    js, rt = facts.scope.jobset, facts.scope.runtime
+    if js is not None:
+        return js, js.spec, "spec"
+    if rt is not None:
+        return rt, (rt.spec.get("template") or {}).get("spec") or {}, "spec.template.spec"
+    return None
+
+
 @check("no-failure-policy")
 def no_failure_policy(facts: Facts, rule: Rule) -> Result:
-    js = facts.scope.jobset
-    rt = facts.scope.runtime
-    if js is not None:
-        obj, spec, base = js, js.spec, "spec"
-    elif rt is not None:
-        obj, spec, base = rt, (rt.spec.get("template") or {}).get("spec") or {}, "spec.template.spec"
-    else:
+    got = jobset_spec(facts)
+    if got is None:
         return skip("neither the JobSet nor the runtime is in the snapshot")
+    obj, spec, base = got
+    rt = facts.scope.runtime
     fp = spec.get("failurePolicy")
     subj = facts.runtime_subject() if obj is rt else facts.subject()
     if not isinstance(fp, dict):
@@ -295,13 +302,11 @@ def _trainer_rjob(rjobs: list[Any]) -> tuple[int, dict[str, Any]] | None:
 
 @check("backoff-limit-fights-restarts")
 def backoff_limit_fights_restarts(facts: Facts, rule: Rule) -> Result:
-    js, rt = facts.scope.jobset, facts.scope.runtime
-    if js is not None:
-        obj, spec, base = js, js.spec, "spec"
-    elif rt is not None:
-        obj, spec, base = rt, (rt.spec.get("template") or {}).get("spec") or {}, "spec.template.spec"
-    else:
+    got = jobset_spec(facts)
+    if got is None:
         return skip("neither the JobSet nor the runtime is in the snapshot")
+    obj, spec, base = got
+    rt = facts.scope.runtime
     mr = (spec.get("failurePolicy") or {}).get("maxRestarts") if isinstance(spec.get("failurePolicy"), dict) else None
     if not isinstance(mr, int) or mr < 1:
         return ok(reason="no JobSet restarts are configured (see no-failure-policy)")
