@@ -24,11 +24,6 @@ from typing import Any
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 from ckpt_doctor.snapshot import Snapshot
 from ckpt_doctor.sources.live import (
-    EVENT,
-    JOB,
-    JOBSET,
-    POD,
-    TRAINJOB,
     Api,
     CallError,
     Cluster,
@@ -41,6 +36,7 @@ from ckpt_doctor.sources.live import (
     log_gap_name,
     window_content,
 )
+from ckpt_doctor.sources.live.kinds import EVENT, JOB, JOBSET, POD, TRAINJOB
 
 WATCH_SECONDS = 240  # each watch request asks the server to close it after this long; we reconnect
 

@@ -1,0 +1,514 @@
+"""Collecting one TrainJob: a fixed number of list/get calls plus the logs, into a Snapshot.
+
+Cost model: a fixed number of requests (one GET or one label-selected list per kind), plus the
+logs: one request per container instance for a log smaller than the head window, two for a larger
+one. Log reads run concurrently with a bound. Every request has a timeout. What cannot be read
+becomes a `Gap` with the reason and the collection goes on; an unreachable cluster or a missing
+TrainJob is an `InputError` (exit 3).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ckpt_doctor.errors import InputError
+from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
+from ckpt_doctor.scope import JOBSET_NAME_LABEL, Scope, claim_names, replicated_jobs
+from ckpt_doctor.snapshot import Gap, LogRef, Obj, Snapshot
+from ckpt_doctor.sources.live.client import Api, CallError, Cluster, connect, gap_reason, kind_words
+from ckpt_doctor.sources.live.kinds import (
+    CLUSTERTRAININGRUNTIME,
+    CONFIGMAP,
+    DEPLOYMENT,
+    EVENT,
+    JOB,
+    JOBSET,
+    NODE,
+    POD,
+    PV,
+    PVC,
+    STORAGECLASS,
+    TRAINER_DEPLOYMENT,
+    TRAININGRUNTIME,
+    TRAINJOB,
+    WORKLOAD,
+    Kind,
+)
+from ckpt_doctor.sources.live.logs import LogReader, LogResult, container_instances, log_gap_name
+from ckpt_doctor.sources.live.progress import Progress
+
+NODE_GETS = 10  # up to this many distinct nodes: one GET each; more: one (paged) list of all nodes
+
+
+# -- the collector ----------------------------------------------------------------------------------
+
+
+def split_target(target: str, namespace_flag: str | None, default_ns: str) -> tuple[str, str]:
+    """`[NS/]NAME` plus -n into (namespace, name)."""
+    ns, sep, name = target.strip().rpartition("/")
+    if not name or (sep and not ns) or "/" in ns:
+        raise InputError(f"TrainJob {target!r}: expected NAME or NAMESPACE/NAME")
+    if ns and namespace_flag and ns != namespace_flag:
+        raise InputError(f"TrainJob {target!r} names namespace {ns!r} but -n says {namespace_flag!r}")
+    return (ns or namespace_flag or default_ns), name
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Collected:
+    """The raw objects of one collection, by kind, before they become a Snapshot."""
+
+    trainjob: dict[str, Any]
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    logs: dict[tuple[str, str, bool], LogResult] = field(default_factory=dict)
+    gaps: list[Gap] = field(default_factory=list)
+    rvs: dict[str, str] = field(default_factory=dict)  # list resourceVersions, for watches
+    server_version: str = ""
+    trainer_version: str = ""
+
+    def add(self, kind: str, items: Iterable[dict[str, Any]]) -> None:
+        self.objects.setdefault(kind, []).extend(items)
+
+    def gap(self, what: str, reason: str) -> None:
+        if not any(g.what == what and g.reason == reason for g in self.gaps):
+            self.gaps.append(Gap(what, reason))
+
+
+class Collector:
+    """Reads one TrainJob and its surroundings; `collect()` returns the raw result."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        namespace: str,
+        name: str,
+        head_bytes: int = HEAD_BYTES,
+        tail_bytes: int = TAIL_BYTES,
+        workers: int = 8,
+        progress: Progress | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.api = Api(cluster)
+        self.namespace = namespace
+        self.name = name
+        self.workers = max(1, workers)
+        self.logs = LogReader(self.api, head_bytes, tail_bytes)
+        self.progress = progress or Progress(quiet=True)
+
+    # -- the TrainJob, or exit 3 -------------------------------------------------------------------
+    def trainjob(self) -> dict[str, Any]:
+        ns, name, server = self.namespace, self.name, self.cluster.server
+        try:
+            return self.api.get(TRAINJOB, name, ns)
+        except CallError as e:
+            if e.kind == "notfound" and "could not find the requested resource" in e.message:
+                raise InputError(
+                    f"the cluster at {server} does not serve trainjobs.trainer.kubeflow.org: is Kubeflow Trainer "
+                    "installed?"
+                ) from None
+            if e.kind == "notfound":
+                raise InputError(f"TrainJob {ns}/{name} not found; {self._existing()}") from None
+            raise InputError(self._fatal(e, f"get TrainJob {ns}/{name}")) from None
+
+    def _existing(self) -> str:
+        try:
+            items, _ = self.api.list(TRAINJOB, self.namespace)
+        except CallError as e:
+            why = gap_reason(e, "list", TRAINJOB, self.namespace)
+            return f"and the TrainJobs in {self.namespace} cannot be listed ({why})"
+        names = sorted(str((i.get("metadata") or {}).get("name")) for i in items)
+        if not names:
+            return f"namespace {self.namespace} has no TrainJobs (another namespace? use -n or NAMESPACE/NAME)"
+        return f"TrainJobs in {self.namespace}: {', '.join(names)}"
+
+    def _fatal(self, e: CallError, doing: str) -> str:
+        server, ctx = self.cluster.server, self.cluster.context or "?"
+        if e.kind in ("unreachable", "dropped"):
+            return f"cannot reach the cluster at {server} (context {ctx}): {e.message}; check --context/--kubeconfig"
+        if e.kind == "timeout":
+            return f"the cluster at {server} (context {ctx}) did not answer: {doing}: {e.message}"
+        if e.kind == "unauthorized":
+            return f"the cluster at {server} rejected the credentials of context {ctx} (401); log in again"
+        if e.kind == "forbidden":
+            return f"forbidden: {doing}: {e.message}; see `ckpt-doctor rbac --check`"
+        return f"{doing} failed: {kind_words(e)}: {e.message}"
+
+    # -- everything -------------------------------------------------------------------------------
+    def collect(self) -> Collected:
+        ns, name = self.namespace, self.name
+        self.progress.stage(f"reading TrainJob {ns}/{name}")
+        tj = self.trainjob()
+        out = Collected(tj)
+        out.add("TrainJob", [tj])
+        self.progress.stage("reading the runtime, JobSet, Jobs, pods and events")
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ckpt-live") as pool:
+            self.read_objects(pool, tj, out)
+            self.read_storage(pool, out)
+            self.read_logs(pool, out)
+        self.keep_events(out)
+        return out
+
+    def read_objects(self, pool: ThreadPoolExecutor, tj: dict[str, Any], out: Collected) -> None:
+        ns, name = self.namespace, self.name
+        ref = (tj.get("spec") or {}).get("runtimeRef") or {}
+        rkind = (
+            CLUSTERTRAININGRUNTIME
+            if ref.get("kind", "ClusterTrainingRuntime") != "TrainingRuntime"
+            else TRAININGRUNTIME
+        )
+        rname = str(ref.get("name") or "")
+        sel = f"{JOBSET_NAME_LABEL}={name}"
+        jobs: dict[str, Future[Any]] = {
+            "runtime": pool.submit(self.api.get, rkind, rname, ns) if rname else _done(None),
+            "snapshot": pool.submit(self.api.get, CONFIGMAP, f"{name}-runtime-snapshot", ns),
+            "jobset": pool.submit(self.api.get, JOBSET, name, ns),
+            "jobs": pool.submit(self.api.list, JOB, ns, sel),
+            "pods": pool.submit(self.api.list, POD, ns, sel),
+            "events": pool.submit(self.api.list, EVENT, ns),
+            "pvcs": pool.submit(self.api.list, PVC, ns),
+            "workloads": pool.submit(self.api.list, WORKLOAD, ns),
+            "version": pool.submit(self.api.version),
+            "trainer": pool.submit(self.api.get, DEPLOYMENT, TRAINER_DEPLOYMENT[1], TRAINER_DEPLOYMENT[0]),
+        }
+        res: dict[str, Any] = {}
+        for key, fut in jobs.items():
+            try:
+                res[key] = fut.result()
+            except CallError as e:
+                res[key] = e
+        # runtime snapshot first: when it exists it is the runtime actually used (v2.3)
+        snap_cm = res["snapshot"]
+        if isinstance(snap_cm, dict):
+            out.add("ConfigMap", [snap_cm])
+        elif snap_cm.kind != "notfound":
+            out.gap(
+                f"configmaps/{name}-runtime-snapshot",
+                gap_reason(snap_cm, "get", CONFIGMAP, ns, f"{name}-runtime-snapshot"),
+            )
+        rt = res["runtime"]
+        if isinstance(rt, dict):
+            out.add(rt["kind"], [rt])
+        elif rt is not None and not (rt.kind == "notfound" and isinstance(snap_cm, dict)):
+            out.gap(rkind.gap, gap_reason(rt, "get", rkind, ns, rname))
+        js = res["jobset"]
+        if isinstance(js, dict):
+            out.add("JobSet", [js])
+        elif js.kind != "notfound":  # no JobSet is a fact (not created yet, or deleted), not a gap
+            out.gap(JOBSET.gap, gap_reason(js, "get", JOBSET, ns, name))
+        for key, kind in (("jobs", JOB), ("pods", POD), ("events", EVENT), ("pvcs", PVC), ("workloads", WORKLOAD)):
+            r = res[key]
+            if isinstance(r, tuple):
+                items, rv = r
+                out.rvs[kind.plural] = rv
+                if kind is WORKLOAD:
+                    items = [w for w in items if _owned_by(w, tj)]
+                out.add(kind.kind, items)
+            elif not (kind is WORKLOAD and r.kind in ("notfound", "forbidden")):  # Kueue is optional
+                out.gap(kind.gap, gap_reason(r, "list", kind, ns))
+        out.server_version = res["version"] if isinstance(res["version"], str) else ""
+        dep = res["trainer"]
+        out.trainer_version = _image_version(dep) if isinstance(dep, dict) else ""
+
+    def read_storage(self, pool: ThreadPoolExecutor, out: Collected) -> None:
+        ns = self.namespace
+        tj = Obj(out.trainjob)
+        pods = [Obj(p) for p in out.objects.get("Pod", [])]
+        runtime = next(
+            (Obj(o) for k in ("TrainingRuntime", "ClusterTrainingRuntime") for o in out.objects.get(k, [])), None
+        )
+        sc = Scope(snap=Snapshot(), trainjob=tj, runtime=runtime, pods=pods)
+        claims = claim_names(sc)
+        pvcs = [
+            p
+            for p in out.objects.pop("PersistentVolumeClaim", [])
+            if (p.get("metadata") or {}).get("name") in claims
+            or ((p.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) == self.name
+        ]
+        out.add("PersistentVolumeClaim", pvcs)
+        pv_names = sorted({str(p["spec"]["volumeName"]) for p in pvcs if (p.get("spec") or {}).get("volumeName")})
+        classes = sorted(
+            {str(p["spec"]["storageClassName"]) for p in pvcs if (p.get("spec") or {}).get("storageClassName")}
+        )
+        nodes = sorted({str(p.spec["nodeName"]) for p in pods if p.spec.get("nodeName")})
+        cms = sorted(_configmap_refs(pods, runtime) - {f"{self.name}-runtime-snapshot"})
+        have = {(k, str((o.get("metadata") or {}).get("name"))) for k, objs in out.objects.items() for o in objs}
+        pv_names, cms, nodes, classes = (
+            [n for n in names if (kind.kind, n) not in have]
+            for kind, names in ((PV, pv_names), (CONFIGMAP, cms), (NODE, nodes), (STORAGECLASS, classes))
+        )
+        gets: list[tuple[Kind, str, str | None, Future[Any]]] = []
+        for n in pv_names:
+            gets.append((PV, n, None, pool.submit(self.api.get, PV, n)))
+        for n in cms:
+            gets.append((CONFIGMAP, n, ns, pool.submit(self.api.get, CONFIGMAP, n, ns)))
+        node_list: Future[Any] | None = None
+        if len(nodes) <= NODE_GETS:
+            for n in nodes:
+                gets.append((NODE, n, None, pool.submit(self.api.get, NODE, n)))
+        elif nodes:
+            node_list = pool.submit(self.api.list, NODE)
+        for n in classes:
+            gets.append((STORAGECLASS, n, None, pool.submit(self.api.get, STORAGECLASS, n)))
+        extra_classes: set[str] = set()
+        for kind, n, kns, fut in gets:
+            try:
+                obj = fut.result()
+            except CallError as e:
+                if not (kind is CONFIGMAP and e.kind == "notfound"):
+                    out.gap(f"{kind.plural}/{n}", gap_reason(e, "get", kind, kns, n))
+                continue
+            out.add(kind.kind, [obj])
+            if kind is PV:
+                cls = (obj.get("spec") or {}).get("storageClassName")
+                if cls and cls not in classes and ("StorageClass", cls) not in have:
+                    extra_classes.add(str(cls))
+        for n in sorted(extra_classes):
+            try:
+                out.add("StorageClass", [self.api.get(STORAGECLASS, n)])
+            except CallError as e:
+                out.gap(f"storageclasses/{n}", gap_reason(e, "get", STORAGECLASS, None, n))
+        if node_list is not None:
+            try:
+                items, _ = node_list.result()
+                wanted = set(nodes)
+                out.add("Node", [i for i in items if (i.get("metadata") or {}).get("name") in wanted])
+            except CallError as e:
+                out.gap(NODE.gap, gap_reason(e, "list", NODE, None))
+
+    def read_logs(self, pool: ThreadPoolExecutor, out: Collected) -> None:
+        todo = [
+            (str(p["metadata"]["name"]), c, prev)
+            for p in out.objects.get("Pod", [])
+            for c, prev in container_instances(p)
+        ]
+        self.progress.stage(f"reading {len(todo)} container logs", total=len(todo))
+
+        def one(item: tuple[str, str, bool]) -> LogResult:
+            try:
+                return self.logs.read(self.namespace, *item)
+            finally:
+                self.progress.advance()
+
+        for res in pool.map(one, todo):
+            if res.gap:
+                out.gap(log_gap_name(res.pod, res.container, res.previous), res.gap)
+            if res.head is not None:
+                out.logs[(res.pod, res.container, res.previous)] = res
+
+    def keep_events(self, out: Collected) -> None:
+        """Events about this TrainJob's objects: matched on kind, namespace, name and (when known) uid."""
+        events = out.objects.pop("Event", [])
+        match = self.event_matcher(out)
+        out.add("Event", [e for e in events if match(e)])
+
+    def event_matcher(self, out: Collected) -> Callable[[dict[str, Any]], bool]:
+        known: dict[tuple[str, str], str | None] = {}
+        for kind in ("TrainJob", "JobSet", "Job", "Pod", "PersistentVolumeClaim", "Workload"):
+            for o in out.objects.get(kind, []):
+                meta = o.get("metadata") or {}
+                known[(kind, str(meta.get("name")))] = meta.get("uid")
+        rjobs = {str(rj.get("name")) for o in out.objects.get("JobSet", []) for rj in _rjobs(o.get("spec") or {})}
+        for k in ("TrainingRuntime", "ClusterTrainingRuntime"):
+            for o in out.objects.get(k, []):
+                rjobs |= {str(rj.get("name")) for rj in replicated_jobs(Obj(o)) if rj.get("name")}
+        for o in out.objects.get("Pod", []) + out.objects.get("Job", []):
+            rj = ((o.get("metadata") or {}).get("labels") or {}).get("jobset.sigs.k8s.io/replicatedjob-name")
+            if rj:
+                rjobs.add(str(rj))
+        rjobs.discard("None")
+        gone = (
+            re.compile(
+                rf"^{re.escape(self.name)}-(?:{'|'.join(map(re.escape, sorted(rjobs)))})-\d+(?:-\d+-[a-z0-9]{{5}})?$"
+            )
+            if rjobs
+            else None
+        )
+        ns = self.namespace
+
+        def match(ev: dict[str, Any]) -> bool:
+            inv = ev.get("involvedObject") or ev.get("regarding") or {}
+            if not isinstance(inv, dict):
+                return False
+            if (inv.get("namespace") or (ev.get("metadata") or {}).get("namespace")) not in (None, ns):
+                return False
+            key = (str(inv.get("kind")), str(inv.get("name")))
+            if key in known:
+                uid = known[key]
+                return not (uid and inv.get("uid") and inv.get("uid") != uid)
+            # pods and Jobs of earlier attempts, deleted by a JobSet restart: their events outlive them
+            return key[0] in ("Pod", "Job") and gone is not None and bool(gone.match(key[1]))
+
+        return match
+
+    # -- the Snapshot -----------------------------------------------------------------------------
+    def snapshot(self, out: Collected) -> Snapshot:
+        return build_snapshot(out, self.cluster, self.namespace, self.name, self.logs.head_bytes)
+
+
+def _done(value: Any) -> Future[Any]:
+    f: Future[Any] = Future()
+    f.set_result(value)
+    return f
+
+
+def _rjobs(jobset_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in jobset_spec.get("replicatedJobs") or [] if isinstance(r, dict)]
+
+
+def _owned_by(o: dict[str, Any], owner: dict[str, Any]) -> bool:
+    uid = (owner.get("metadata") or {}).get("uid")
+    name = (owner.get("metadata") or {}).get("name")
+    for ref in (o.get("metadata") or {}).get("ownerReferences") or []:
+        same = isinstance(ref, dict) and ref.get("kind") == owner.get("kind") and ref.get("name") == name
+        if same and (not uid or not ref.get("uid") or ref.get("uid") == uid):
+            return True
+    labels = (o.get("metadata") or {}).get("labels") or {}
+    return bool(uid) and labels.get("kueue.x-k8s.io/job-uid") == uid
+
+
+def _image_version(deployment: dict[str, Any]) -> str:
+    """`v2.3.0` from the Trainer controller's image tag, or ''."""
+    spec = (((deployment.get("spec") or {}).get("template") or {}).get("spec")) or {}
+    for c in spec.get("containers") or []:
+        m = re.search(r":(v\d+\.\d+(?:\.\d+)?)(?:[-@]|$)", str((c or {}).get("image") or ""))
+        if m:
+            return m.group(1)
+    return ""
+
+
+def _configmap_refs(pods: Sequence[Obj], runtime: Obj | None) -> set[str]:
+    """ConfigMaps the pods (or, without pods, the runtime's pod templates) mount or read env from."""
+    specs = [p.spec for p in pods]
+    if not specs:
+        for rj in replicated_jobs(runtime):
+            specs.append(((((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec")) or {})
+    names: set[str] = set()
+    for spec in specs:
+        for v in spec.get("volumes") or []:
+            if not isinstance(v, dict):
+                continue
+            if (v.get("configMap") or {}).get("name"):
+                names.add(str(v["configMap"]["name"]))
+            for src in (v.get("projected") or {}).get("sources") or []:
+                if isinstance(src, dict) and (src.get("configMap") or {}).get("name"):
+                    names.add(str(src["configMap"]["name"]))
+        for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+            if not isinstance(c, dict):
+                continue
+            for ef in c.get("envFrom") or []:
+                if isinstance(ef, dict) and (ef.get("configMapRef") or {}).get("name"):
+                    names.add(str(ef["configMapRef"]["name"]))
+            for e in c.get("env") or []:
+                ref = ((e or {}).get("valueFrom") or {}).get("configMapKeyRef") or {}
+                if ref.get("name"):
+                    names.add(str(ref["name"]))
+    return names
+
+
+ORDER = (
+    "TrainJob",
+    "TrainingRuntime",
+    "ClusterTrainingRuntime",
+    "ConfigMap",
+    "JobSet",
+    "Job",
+    "Pod",
+    "Event",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "Node",
+    "Workload",
+)
+
+
+def build_snapshot(out: Collected, cluster: Cluster, namespace: str, name: str, head_bytes: int) -> Snapshot:
+    snap = Snapshot(source="live", location=f"{cluster.context or cluster.server}:{namespace}/{name}")
+    for kind in sorted(out.objects, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
+        snap.extend(Obj(o) for o in out.objects[kind])
+    pod_ns = {str(p["metadata"]["name"]): namespace for p in out.objects.get("Pod", [])}
+    for (pod, container, previous), res in out.logs.items():
+        content = res.content or b""
+        snap.logs[(pod, container, previous)] = LogRef(
+            pod, container, previous, head=content, size=len(content), namespace=pod_ns.get(pod, namespace)
+        )
+    snap.not_collected = list(out.gaps)
+    clus: dict[str, Any] = {"context": cluster.context, "server": cluster.server}
+    if out.server_version:
+        clus["serverVersion"] = out.server_version
+    if out.trainer_version:
+        clus["trainerVersion"] = out.trainer_version
+    snap.meta = {
+        "apiVersion": "ckpt-doctor/v1",
+        "kind": "Bundle",
+        "collectedAt": now_rfc3339(),
+        "target": {"namespace": namespace, "name": name},
+        "cluster": clus,
+    }
+    return snap
+
+
+def collect_live(
+    target: str,
+    namespace: str | None = None,
+    context: str | None = None,
+    kubeconfig: str | None = None,
+    timeout: float = 15.0,
+    *,
+    redact: bool = True,
+    redact_patterns: Sequence[str] = (),
+    head_bytes: int = HEAD_BYTES,
+    tail_bytes: int = TAIL_BYTES,
+    workers: int = 8,
+    quiet: bool = False,
+    progress: Progress | None = None,
+) -> Snapshot:
+    """Collect one TrainJob (`[NS/]NAME`) from the cluster into a redacted Snapshot.
+
+    `meta` holds what bundle.yaml will say (target, cluster, collectedAt, redactions).
+    Raises InputError when the cluster cannot be reached or the TrainJob does not exist.
+    """
+    from ckpt_doctor.sources.redact import Redactor
+
+    redactor = Redactor(redact_patterns, enabled=redact)  # bad patterns fail before any request
+    cluster = connect(namespace, context, kubeconfig, timeout, pool=workers + 4)
+    ns, name = split_target(target, namespace, cluster.namespace)
+    prog = progress or Progress(quiet=quiet)
+    try:
+        col = Collector(cluster, ns, name, head_bytes, tail_bytes, workers, prog)
+        snap = col.snapshot(col.collect())
+    finally:
+        if progress is None:
+            prog.close()
+    redactor.snapshot(snap)
+    snap.meta["redactions"] = redactor.count
+    return snap
+
+
+def list_trainjobs(
+    namespace: str | None = None,
+    context: str | None = None,
+    kubeconfig: str | None = None,
+    timeout: float = 15.0,
+) -> list[dict[str, Any]]:
+    """The TrainJobs of a namespace (-n, else the context's), as raw objects, newest first (for pickers)."""
+    cluster = connect(namespace, context, kubeconfig, timeout)
+    col = Collector(cluster, cluster.namespace, "")
+    try:
+        items, _ = col.api.list(TRAINJOB, cluster.namespace)
+    except CallError as e:
+        if e.kind == "notfound":
+            raise InputError(
+                f"the cluster at {cluster.server} does not serve trainjobs.trainer.kubeflow.org: "
+                "is Kubeflow Trainer installed?"
+            ) from None
+        raise InputError(col._fatal(e, f"list TrainJobs in {cluster.namespace}")) from None
+    return sorted(items, key=lambda o: str((o.get("metadata") or {}).get("creationTimestamp") or ""), reverse=True)
