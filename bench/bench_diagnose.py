@@ -39,12 +39,13 @@ def log_body(attempt: int, size: int) -> bytes:
     filler = (step_line + "\n" + loss).encode()
     out = bytearray("\n".join(head).encode() + b"\n")
     save_every = max(1, (size // len(filler)) // 6)
-    i = 0
+    i = saved = 0
     while len(out) < size - 200:
         out += filler
         i += 1
-        if i % save_every == 0:
-            out += f"[checkpoint] saved {CK}/checkpoint-{start + i}\n".encode()
+        if i % save_every == 0 and saved < 5:  # five periodic saves 50 steps apart, whatever the size
+            saved += 1
+            out += f"[checkpoint] saved {CK}/checkpoint-{start + 50 * saved}\n".encode()
     out += f"[checkpoint] saved {CK}/checkpoint-{start + 300}\nRuntimeError: NCCL error\n".encode()
     return bytes(out)
 
