@@ -1,0 +1,63 @@
+"""`ckpt-doctor tui` (also plain `ckpt-doctor`): the interactive app."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ckpt_doctor.cli import add_cluster_flags
+from ckpt_doctor.errors import InputError
+from ckpt_doctor.tui.target import Target
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tui",
+        help="the interactive app (the default when no command is given)",
+        description="Pick a TrainJob and see why it did not resume: the verdict, the evidence behind it "
+        "(objects, events, log lines), the fix, the attempts' steps over time, logs and events. "
+        "Press ? in the app for its keys.",
+    )
+    p.add_argument(
+        "target",
+        nargs="?",
+        metavar="[NAMESPACE/]TRAINJOB",
+        help="a TrainJob on the live cluster (default: pick one from the namespace)",
+    )
+    p.add_argument("--bundle", type=Path, help="an evidence bundle (directory or .tar.gz) instead of a cluster")
+    p.add_argument("--trainjob", metavar="[NAMESPACE/]NAME", help="which TrainJob of a bundle to open first")
+    p.add_argument(
+        "--refresh",
+        type=float,
+        metavar="SECONDS",
+        help="refresh automatically every SECONDS (default: off; r refreshes, : toggles auto-refresh)",
+    )
+    add_cluster_flags(p)
+    p.set_defaults(func=run)
+
+
+def target_from(args: argparse.Namespace) -> Target:
+    """The app's Target from parsed flags (checked here, before the app takes the screen)."""
+    if args.bundle and args.target:
+        raise InputError("give either a live TARGET or --bundle, not both")
+    if args.trainjob and args.target:
+        raise InputError("give the TrainJob once: TARGET on a cluster, --trainjob in a bundle")
+    if args.bundle is not None and not args.bundle.exists():
+        raise InputError("no such file or directory", str(args.bundle))
+    if args.refresh is not None and args.refresh <= 0:
+        raise InputError("--refresh needs a positive number of seconds")
+    return Target(
+        bundle=args.bundle,
+        trainjob=args.target or args.trainjob,
+        namespace=args.namespace,
+        context=args.context,
+        kubeconfig=args.kubeconfig,
+        timeout=args.request_timeout,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    target = target_from(args)
+    from ckpt_doctor.tui.app import run as run_app
+
+    return run_app(target, args.refresh)

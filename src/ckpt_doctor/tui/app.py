@@ -1,0 +1,516 @@
+"""The Textual app: pick a TrainJob, see why it did not resume, with the proof and the fix.
+
+Start-up order matters for how fast the first frame appears: this module imports Textual and the
+app's own widgets only. A bundle is read by a child process started before the app (see
+`source.py`); in live mode the worker thread that starts after the first frame (`on_ready`)
+imports the engine and the kubernetes client.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from ckpt_doctor.tui.commands import DoctorCommands
+from ckpt_doctor.tui.screens.base import DoctorScreen, Frame
+from ckpt_doctor.tui.screens.overview import OverviewScreen
+from ckpt_doctor.tui.screens.picker import PickerScreen
+from ckpt_doctor.tui.target import Target
+
+if TYPE_CHECKING:
+    from ckpt_doctor.snapshot import LogKey
+    from ckpt_doctor.tui.model import JobRow, Jump, View
+    from ckpt_doctor.tui.source import Loader
+
+DEFAULT_AUTO_REFRESH = 30.0
+# bindings the help lists elsewhere (screens, quit) or that are Textual's own plumbing
+HELP_SKIPS = frozenset(
+    {"Help", "Quit", "Focus Next", "Focus Previous", "Page Left", "Page Right", "Copy selected text"}
+    | {"TrainJobs", "Overview", "Findings", "Timeline", "Logs", "Events"}
+)
+FOLLOW_REFRESH = 5.0
+
+
+class RowsLoaded(Message):
+    def __init__(self, rows: list[JobRow] | None, error: str | None) -> None:
+        super().__init__()
+        self.rows, self.error = rows, error
+
+
+class RowUpdated(Message):
+    def __init__(self, row: JobRow) -> None:
+        super().__init__()
+        self.row = row
+
+
+class ViewLoaded(Message):
+    def __init__(self, key: str, view: View | None, error: str | None) -> None:
+        super().__init__()
+        self.key, self.view, self.error = key, view, error
+
+
+def why(e: BaseException) -> str:
+    """One line that says what went wrong, for the banner."""
+    from ckpt_doctor.errors import InputError
+
+    if isinstance(e, InputError):
+        return str(e)
+    return f"{type(e).__name__}: {e}"
+
+
+def _screen_class(name: str) -> type[Screen]:
+    """Screens other than the first two are imported when first opened."""
+    if name == "overview":
+        return OverviewScreen
+    if name == "findings":
+        from ckpt_doctor.tui.screens.findings import FindingsScreen
+
+        return FindingsScreen
+    if name == "timeline":
+        from ckpt_doctor.tui.screens.timeline import TimelineScreen
+
+        return TimelineScreen
+    if name == "logs":
+        from ckpt_doctor.tui.screens.logs import LogsScreen
+
+        return LogsScreen
+    if name == "events":
+        from ckpt_doctor.tui.screens.events import EventsScreen
+
+        return EventsScreen
+    raise ValueError(name)
+
+
+class DoctorApp(App[int]):
+    """`ckpt-doctor tui`."""
+
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses may live anywhere
+    TITLE = "ckpt-doctor"
+    COMMANDS = App.COMMANDS | {DoctorCommands}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (40, "-tall")]
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("colon", "command_palette", "Cmds", key_display=":"),
+        Binding("escape", "back", "Back", key_display="esc"),
+        Binding("r", "refresh", "Refresh"),
+        Binding("q", "quit", "Quit"),
+        Binding("0", "goto('picker')", "TrainJobs", show=False),
+        Binding("1", "goto('overview')", "Overview", show=False),
+        Binding("2", "goto('findings')", "Findings", show=False),
+        Binding("3", "goto('timeline')", "Timeline", show=False),
+        Binding("4", "goto('logs')", "Logs", show=False),
+        Binding("5", "goto('events')", "Events", show=False),
+        Binding("ctrl+t", "toggle_theme", "Theme", show=False),
+    ]
+
+    status: reactive[tuple[str, str]] = reactive(("", ""))
+
+    def __init__(
+        self,
+        target: Target,
+        refresh_every: float | None = None,
+        loader: Loader | None = None,
+        export_dir: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.target = target
+        self.refresh_every = refresh_every
+        self.auto = bool(refresh_every)
+        self.export_dir = export_dir or Path.cwd()
+        self._loader = loader
+        self._own_loader = loader is None
+        self.current: str | None = target.qualified() if target.trainjob else None
+        self.view: View | None = None
+        self.rows: list[JobRow] | None = None
+        self.busy = ""  # what is being loaded, for the banner
+        self.error: str | None = None
+        self.refreshed_at = ""
+        self._opened_first = False
+        self._tabs: dict[str, Screen] = {}
+
+    # -- start -----------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self._subtitle()
+        if self.current:
+            self.busy = f"⟳ {'Collecting' if self.target.live else 'Reading'} {self.current}…"
+            self.push_screen(OverviewScreen())
+        else:
+            self.busy = f"⟳ Listing TrainJobs in {self.target.describe()}…"
+            self.push_screen(PickerScreen())
+        self._timer = self.set_interval(self.refresh_every or DEFAULT_AUTO_REFRESH, self._tick, pause=not self.auto)
+        self._status()
+
+    def on_ready(self) -> None:
+        """The first frame is on screen: now load the engine (and the cluster client)."""
+        if self.current:
+            self._load_view(self.current)
+        else:
+            self._load_rows()
+
+    def loader(self) -> Loader:
+        if self._loader is None:
+            from ckpt_doctor.tui.source import make_loader
+
+            self._loader = make_loader(self.target)
+        return self._loader
+
+    # -- workers (threads) -----------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="rows", exit_on_error=False)
+    def _load_rows(self, reload: bool = False) -> None:
+        try:
+            if reload:
+                self.loader().reload()
+            rows = self.loader().list_jobs()
+        except Exception as e:
+            self.post_message(RowsLoaded(None, why(e)))
+            return
+        self.post_message(RowsLoaded(rows, None))
+
+    @work(thread=True, exclusive=True, group="view", exit_on_error=False)
+    def _load_view(self, key: str, reload: bool = False, rows: bool = False) -> None:
+        loader = self.loader()
+        if reload:
+            loader.reload()
+        if rows:
+            try:
+                self.post_message(RowsLoaded(loader.list_jobs(), None))
+            except Exception as e:
+                self.post_message(RowsLoaded(None, why(e)))
+        try:
+            view = loader.load(key)
+            self.post_message(ViewLoaded(key, view, None))
+            if not view.complete:  # a preview came first: the objects, events and report follow
+                self.post_message(ViewLoaded(key, loader.load_complete(key), None))
+        except Exception as e:
+            self.post_message(ViewLoaded(key, None, why(e)))
+
+    @work(thread=True, exclusive=True, group="verdicts", exit_on_error=False)
+    def _fill_verdicts(self, keys: list[str]) -> None:
+        worker = get_current_worker()
+        for key in keys:
+            if worker.is_cancelled:
+                return
+            try:
+                row = self.loader().verdict(key)
+            except Exception:
+                continue  # the row keeps "…"; opening it shows the error
+            self.post_message(RowUpdated(row))
+
+    # -- results (UI thread) ---------------------------------------------------------------------
+    @on(RowsLoaded)
+    def _rows_loaded(self, msg: RowsLoaded) -> None:
+        if not self.current:
+            self.busy = ""
+        if msg.error:
+            self.error = f"Could not list TrainJobs: {msg.error}"
+            self.rows = self.rows or []
+            self._status()
+            for s in self._screens(PickerScreen):
+                s.show_rows(self.rows, failed=True)
+            return
+        self.error = None if not self.current else self.error
+        rows = msg.rows or []
+        if self.view is not None:  # keep the verdict we already have
+            rows = [self.view.row if r.key == self.view.key else r for r in rows]
+        self.rows = rows
+        for s in self._screens(PickerScreen):
+            s.show_rows(rows)
+        self._status()
+        if not self._opened_first and not self.current and len(rows) == 1:
+            self._opened_first = True
+            self.open_trainjob(rows[0].key)
+            return
+        pending = [r.key for r in rows if r.verdict == "…" and r.key != self.current]
+        if pending:
+            self._fill_verdicts(pending)
+
+    @on(RowUpdated)
+    def _row_updated(self, msg: RowUpdated) -> None:
+        if self.rows is not None:
+            self.rows = [msg.row if r.key == msg.row.key else r for r in self.rows]
+        for s in self._screens(PickerScreen):
+            s.update_row(msg.row)
+
+    @on(ViewLoaded)
+    def _view_loaded(self, msg: ViewLoaded) -> None:
+        if msg.view is not None:
+            self._row_updated(RowUpdated(msg.view.row))
+        if msg.key != self.current:
+            return
+        self.busy = ""
+        if msg.error or msg.view is None:
+            self.error = f"Could not diagnose {msg.key}: {msg.error}"
+            for s in {*self._screens(DoctorScreen), *(t for t in self._tabs.values() if t.is_mounted)}:
+                s.show_failed(self.error)
+            self._status()
+            return
+        self.error = None
+        self.view = msg.view
+        if self.target.live:
+            self.refreshed_at = datetime.now().strftime("%H:%M:%S")
+        self._subtitle()
+        self._status()
+        for s in {*self._screens(DoctorScreen), *(t for t in self._tabs.values() if t.is_mounted)}:
+            s.show_view(msg.view)
+
+    def _screens(self, cls: type) -> list[Any]:
+        return [s for s in self.screen_stack if isinstance(s, cls)]
+
+    def _subtitle(self) -> None:
+        t = self.target
+        where = f"bundle {t.bundle.name}" if t.bundle is not None else f"live · {t.context or 'current context'}"
+        parts = [self.current or "pick a TrainJob", where]
+        if self.auto:
+            parts.append(f"auto-refresh {self._interval():g}s")
+        if self.refreshed_at:
+            parts.append(f"refreshed {self.refreshed_at}")
+        self.sub_title = " · ".join(parts)
+
+    def _status(self) -> None:
+        """The banner: loading, errors, and what the data lacks."""
+        level, parts = "", []
+        if self.busy:
+            level, parts = "info", [self.busy]
+        if self.error:
+            level = "error"
+            parts.append(f"✗ {self.error}" + (" (showing the previous result)" if self.view else "") + " · r retries")
+        view = self.view
+        if view is not None and (view.gaps or view.not_evaluated):
+            level = level or "warn"
+            bits = []
+            if view.gaps:
+                shown = "; ".join(f"{what} ({reason})" for what, reason in view.gaps[:2])
+                more = f" and {len(view.gaps) - 2} more" if len(view.gaps) > 2 else ""
+                bits.append(f"not collected: {shown}{more}")
+            if view.not_evaluated:
+                bits.append(f"{view.not_evaluated} rule(s) not evaluated (2 shows why)")
+            parts.append("⚠ Partial data: " + " · ".join(bits))
+        self.status = (level, " · ".join(parts))
+
+    # -- navigation ------------------------------------------------------------------------------
+    def _pop_to(self, cls: type) -> Screen | None:
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, cls):
+            self.pop_screen()
+        return self.screen if isinstance(self.screen, cls) else None
+
+    def _tab(self, name: str) -> Screen:
+        """The screen of a tab, made once per TrainJob and kept (with its filters and positions)."""
+        screen = self._tabs.get(name)
+        if screen is None:
+            screen = self._tabs[name] = _screen_class(name)()
+            self.install_screen(screen, name=f"tab-{name}")
+        return screen
+
+    def _forget_tabs(self) -> None:
+        for name, screen in list(self._tabs.items()):
+            if screen not in self.screen_stack:
+                self.uninstall_screen(f"tab-{name}")
+                if screen.is_mounted:
+                    screen.remove()
+                del self._tabs[name]
+
+    def _show(self, screen: Screen, push: bool = False) -> None:
+        """Bring `screen` up: back to it if it is below, else in place of the current tab, or on top."""
+        if screen is self.screen:
+            return
+        if screen in self.screen_stack:
+            while self.screen is not screen:
+                self.pop_screen()
+        elif not push and isinstance(self.screen, DoctorScreen) and not isinstance(self.screen, OverviewScreen):
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def action_goto(self, name: str) -> None:
+        if name == "picker":
+            if self._pop_to(PickerScreen) is None:
+                self.push_screen(PickerScreen())
+                if self.rows is None:
+                    self._load_rows()
+            return
+        if self.current is None:
+            self.notify("Pick a TrainJob first: enter on a row.", severity="warning")
+            return
+        if name == "overview":
+            if any(isinstance(s, OverviewScreen) for s in self.screen_stack):
+                self._pop_to(OverviewScreen)
+            else:
+                self.push_screen(OverviewScreen())
+            return
+        self._show(self._tab(name))
+
+    def action_back(self) -> None:
+        if isinstance(self.screen, Frame) and self.screen.close_filter():
+            return
+        if len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def open_trainjob(self, key: str) -> None:
+        """Diagnose another TrainJob (from the picker or the palette)."""
+        if key == self.current and self.view is not None:
+            self.action_goto("overview")
+            return
+        self.current, self.view, self.error = key, None, None
+        self._pop_to(PickerScreen)
+        self._forget_tabs()
+        self.busy = f"⟳ {'Collecting' if self.target.live else 'Reading'} {key}…"
+        self.push_screen(OverviewScreen())
+        self._subtitle()
+        self._status()
+        self._load_view(key)
+
+    def open_finding(self, rule_id: str) -> None:
+        screen = self._tab("findings")
+        self._show(screen, push=True)
+        screen.select(rule_id)  # type: ignore[attr-defined]
+
+    def open_log(self, key: LogKey, line: int | None = None, text: str = "") -> None:
+        screen = self._tab("logs")
+        self._show(screen, push=True)
+        screen.open(key, line, text)  # type: ignore[attr-defined]
+
+    def open_object(self, ref: str, path: str) -> None:
+        from ckpt_doctor.tui.screens.object import ObjectScreen
+
+        self.push_screen(ObjectScreen(ref, path))
+
+    def jump(self, j: Jump) -> None:
+        """Open what an evidence item cites."""
+        if j.screen == "log" and j.log is not None:
+            self.open_log(j.log, j.line, j.text)
+        elif j.screen == "object":
+            self.open_object(j.ref, j.path)
+        elif j.screen == "event":
+            screen = self._tab("events")
+            self._show(screen, push=True)
+            screen.select(j.ref, j.reason, j.text)  # type: ignore[attr-defined]
+
+    def action_help(self) -> None:
+        from ckpt_doctor.tui.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+            return
+        by_desc: dict[str, list[str]] = {}
+        for ab in self.screen.active_bindings.values():
+            b = ab.binding
+            if b.description and not b.system and b.description not in HELP_SKIPS:
+                keys = by_desc.setdefault(b.description, [])
+                shown = b.key_display or self.get_key_display(b)
+                if shown not in keys:
+                    keys.append(shown)
+        keys = [(" ".join(k[:3]), d) for d, k in by_desc.items()]
+        self.push_screen(HelpScreen(keys))
+
+    # -- refresh ---------------------------------------------------------------------------------
+    def action_refresh(self) -> None:
+        if self.current:
+            self.busy = f"⟳ {'Collecting' if self.target.live else 'Re-reading'} {self.current}…"
+            self._load_view(self.current, reload=True, rows=bool(self._screens(PickerScreen)))
+        else:
+            self.busy = f"⟳ Listing TrainJobs in {self.target.describe()}…"
+            self._load_rows(reload=True)
+        self._status()
+
+    def _interval(self) -> float:
+        return self.refresh_every or DEFAULT_AUTO_REFRESH
+
+    def _tick(self) -> None:
+        if not self.busy:
+            self.action_refresh()
+
+    def action_toggle_auto(self) -> None:
+        self.auto = not self.auto
+        if self.auto:
+            self._timer.resume()
+        else:
+            self._timer.pause()
+        self._subtitle()
+        self.notify(f"Auto-refresh every {self._interval():g}s." if self.auto else "Auto-refresh off.")
+
+    def ensure_refresh(self) -> None:
+        """Following a log keeps refreshing (every --refresh seconds, or 5 s)."""
+        if not self.auto:
+            if not self.refresh_every:
+                self._timer.stop()
+                self.refresh_every = FOLLOW_REFRESH
+                self._timer = self.set_interval(FOLLOW_REFRESH, self._tick)
+            else:
+                self._timer.resume()
+            self.auto = True
+            self._subtitle()
+
+    # -- the rest --------------------------------------------------------------------------------
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def action_export_report(self) -> None:
+        if self.view is None or self.view.diag is None:
+            self.notify("The diagnosis is still loading; try again in a moment.", severity="warning")
+            return
+        from ckpt_doctor.report.markdown import render
+
+        name = self.view.key.replace("/", "-")
+        path = self.export_dir / f"ckpt-doctor-{name}.md"
+        try:
+            path.write_text(render(self.view.diag))
+        except OSError as e:
+            self.notify(f"Could not write {path}: {e.strerror}", severity="error")
+            return
+        self.notify(f"Report written to {path}")
+
+    def action_screenshot(self) -> None:
+        path = self.save_screenshot(path=str(self.export_dir))
+        self.notify(f"Screenshot saved to {path}")
+
+    def drill_available(self) -> bool:
+        import importlib.util
+
+        return importlib.util.find_spec("ckpt_doctor.commands.drill") is not None
+
+    def action_drill(self) -> None:
+        import subprocess
+        import sys
+
+        t = self.target
+        if not t.live or not self.current:
+            self.notify(
+                "The drill runs against a live cluster: start ckpt-doctor with NAMESPACE/NAME.", severity="warning"
+            )
+            return
+        args = [sys.executable, "-m", "ckpt_doctor", "drill", self.current]
+        for flag, value in (("--context", t.context), ("--kubeconfig", t.kubeconfig)):
+            if value:
+                args += [flag, value]
+        with self.suspend():
+            subprocess.run(args, check=False)
+            input("\nPress enter to return to ckpt-doctor…")
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        if self._own_loader and self._loader is not None:
+            self._loader.close()
+
+
+def run(target: Target, refresh_every: float | None = None) -> int:
+    from ckpt_doctor.tui.source import make_loader
+
+    loader = make_loader(target)
+    loader.start()  # a bundle is read by a child process, on another core, while Textual starts
+    try:
+        code = DoctorApp(target, refresh_every, loader=loader).run()
+    finally:
+        loader.close()
+    return int(code or 0)

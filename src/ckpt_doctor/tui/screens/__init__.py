@@ -1,0 +1,1 @@
+"""Screens of the app: the TrainJob picker and the views of one diagnosis."""

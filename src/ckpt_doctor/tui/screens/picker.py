@@ -1,0 +1,114 @@
+"""Pick a TrainJob: its state, age, restarts and the verdict of its last diagnosis; `/` filters."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.content import Content
+from textual.widgets import DataTable, Static
+
+from ckpt_doctor.tui.screens.base import Frame
+from ckpt_doctor.tui.screens.filtering import ListFilter
+from ckpt_doctor.tui.widgets import tone
+from ckpt_doctor.tui.widgets.filterbar import FilterBar
+from ckpt_doctor.tui.widgets.tone import var
+
+if TYPE_CHECKING:
+    from ckpt_doctor.tui.model import JobRow
+
+COLUMNS = ("trainjob", "state", "age", "restarts", "verdict")
+
+
+class PickerScreen(ListFilter, Frame):
+    BINDINGS = ListFilter.KEYS
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[JobRow] = []
+        self.failed = False  # the listing failed: the banner says why
+
+    def body(self) -> ComposeResult:
+        yield Static(id="picker-title")
+        yield DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        yield FilterBar("filter TrainJobs (name, state, verdict)…", id="filter")
+
+    def on_mount(self) -> None:
+        self.query_one("#jobs", DataTable).add_columns(*COLUMNS)
+        self.app.theme_changed_signal.subscribe(self, lambda _: self._fill())
+        rows = getattr(self.app, "rows", None)
+        if rows is not None:
+            self.show_rows(rows)
+        else:
+            self.query_one("#picker-title", Static).update(
+                Content.styled(
+                    f"⟳ Listing TrainJobs in {self.app.target.describe()}…",  # type: ignore[attr-defined]
+                    var("foreground-muted"),
+                )
+            )
+
+    def show_rows(self, rows: list[JobRow], failed: bool = False) -> None:
+        self.rows = rows
+        self.failed = failed
+        self._fill()
+
+    def _fill(self) -> None:
+        from ckpt_doctor.tui.model import HEALTH_MARK  # rows exist, so the model is loaded already
+
+        needle = self.query_one("#filter", FilterBar).value.strip()
+        table = self.query_one("#jobs", DataTable)
+        keep = None
+        if table.row_count and table.cursor_row is not None:
+            try:
+                keep = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            except Exception:
+                keep = None
+        table.clear()
+        app = self.app
+        shown = [r for r in self.rows if not needle or r.matches(needle)]
+        for r in shown:
+            table.add_row(
+                Text(f"{HEALTH_MARK[r.health]} {r.key}", style=tone.rich(app, tone.HEALTH_VAR[r.health])),
+                r.state,
+                r.age,
+                r.restarts,
+                Text(
+                    r.verdict,
+                    style=tone.rich(app, tone.HEALTH_VAR[r.health] if r.verdict != "…" else "foreground-muted"),
+                ),
+                key=r.key,
+            )
+        if keep is not None:
+            idx = next((i for i, r in enumerate(shown) if r.key == keep), None)
+            if idx is not None:
+                table.move_cursor(row=idx)
+        where = self.app.target.describe()  # type: ignore[attr-defined]
+        if self.failed and not self.rows:
+            title = Content.styled(f"Could not list the TrainJobs in {where}: see above; r retries.", var("text-error"))
+        elif not self.rows:
+            title = Content.styled(f"No TrainJob found in {where}.", var("text-warning"))
+        else:
+            title = Content.assemble(
+                (f"{len(shown)} of {len(self.rows)} TrainJob(s)", "bold"),
+                f" in {where}",
+                (" · enter opens one · / filters", var("foreground-muted")),
+            )
+        self.query_one("#picker-title", Static).update(title)
+
+    def update_row(self, row: JobRow) -> None:
+        for i, r in enumerate(self.rows):
+            if r.key == row.key:
+                self.rows[i] = row
+                self._fill()
+                return
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.app.open_trainjob(event.row_key.value)  # type: ignore[attr-defined]
+
+    def refilter(self) -> None:
+        self._fill()
+
+    def focus_list(self) -> None:
+        self.query_one("#jobs", DataTable).focus()

@@ -1,0 +1,319 @@
+"""Where the app's data comes from: an offline bundle or the live cluster.
+
+Every method here blocks and is called from a worker thread. A bundle is read and diagnosed by a
+child process (`bundleproc`) that can start before Textual does; the live source module, and with
+it the kubernetes client, is imported on first use in a worker thread (live collection waits on the
+network, which threads do well), so the first frame never waits for either.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from ckpt_doctor.tui.target import Target
+
+if TYPE_CHECKING:  # imported where used: `run()` starts the reader before anything heavy loads
+    from ckpt_doctor.tui.model import JobRow, View
+
+
+class Loader(ABC):
+    """Lists TrainJobs and diagnoses one of them; called from worker threads only."""
+
+    target: Target
+
+    @abstractmethod
+    def list_jobs(self) -> list[JobRow]: ...
+
+    @abstractmethod
+    def load(self, key: str) -> View:
+        """The diagnosis of `key`: possibly a preview (`complete` False), see `load_complete`."""
+
+    def load_complete(self, key: str) -> View:
+        """The diagnosis of `key` with everything (objects, events, the Diagnosis itself)."""
+        return self.load(key)
+
+    def start(self) -> None:
+        """Begin reading early, if this source can (called before the app starts)."""
+        return None
+
+    def reload(self) -> None:
+        """Forget what was read, so the next load sees the source as it is now."""
+        return None
+
+    def verdict(self, key: str) -> JobRow:
+        """The picker row of one TrainJob with its verdict filled in."""
+        return self.load(key).row
+
+    def close(self) -> None:
+        return None
+
+
+_gc_lock = threading.Lock()
+_gc_holds = 0
+
+
+@contextmanager
+def quiet_gc() -> Iterator[None]:
+    """No cyclic garbage collection while a big diagnosis is built or unpickled, then freeze it.
+
+    A View of a 512-pod TrainJob is a few million objects; Python's collector would walk them all
+    again and again while they are created (and on every later full collection), each walk a pause
+    of 100-300 ms on the screen. Frozen, they are left to reference counting, which frees them
+    when a refresh replaces them (they hold no reference cycles).
+    """
+    global _gc_holds
+    with _gc_lock:
+        _gc_holds += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_holds -= 1
+            if _gc_holds == 0:
+                gc.freeze()
+                gc.enable()
+
+
+def _input_error(message: str) -> Exception:
+    from ckpt_doctor.errors import InputError
+
+    return InputError(message)
+
+
+class _Run:
+    """One child process reading the bundle, and what it has sent so far.
+
+    Before the app starts (one thread, the engine already imported by the CLI) the child is a fork
+    and skips the interpreter start and the engine's imports; later (threads running, a refresh)
+    it is a fresh interpreter.
+    """
+
+    def __init__(self, bundle: Path, extracted: Path | None, first: str | None, fork: bool = False) -> None:
+        self.stderr: IO[bytes] = tempfile.TemporaryFile()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+        if fork:
+            self.stdout = self._fork(bundle, extracted, first)
+        else:
+            argv = [sys.executable, "-m", "ckpt_doctor.tui.bundleproc", str(bundle)]
+            if extracted is not None:
+                argv += ["--dir", str(extracted)]
+            if first:
+                argv += ["--first", first]
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr)
+            assert self.proc.stdout is not None
+            self.stdout = self.proc.stdout
+        self.cond = threading.Condition()
+        self.rows: list[JobRow] | None = None
+        self.views: dict[str, View] = {}
+        self.errors: dict[str, str] = {}
+        self.aliases: dict[str, str] = {}  # NAME → NAMESPACE/NAME
+        self.fatal: str | None = None
+        self.finished = False
+        threading.Thread(target=self._read, name="bundle-reader", daemon=True).start()
+
+    def _fork(self, bundle: Path, extracted: Path | None, first: str | None) -> IO[bytes]:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: write frames, never return into the parent's code
+            code = 1
+            try:
+                os.close(r)
+                null = os.open(os.devnull, os.O_RDWR)
+                os.dup2(null, 0)
+                os.dup2(null, 1)
+                os.dup2(self.stderr.fileno(), 2)
+                from ckpt_doctor.tui.bundleproc import serve
+
+                with os.fdopen(w, "wb") as out:
+                    serve(bundle, extracted, first, out)
+                code = 0
+            except BrokenPipeError:
+                code = 0
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        os.close(w)
+        self.pid = pid
+        return os.fdopen(r, "rb")
+
+    def _read(self) -> None:
+        try:
+            while True:
+                head = self.stdout.read(8)
+                if len(head) < 8:
+                    break
+                data = self.stdout.read(int.from_bytes(head, "big"))
+                with quiet_gc():
+                    frame = pickle.loads(data)
+                with self.cond:
+                    if frame[0] == "rows":
+                        self.rows = frame[1]
+                    elif frame[0] == "view":
+                        self.views.setdefault(frame[1], frame[2])
+                    elif frame[0] == "full":
+                        self.views[frame[1]] = frame[2]
+                    elif frame[0] == "error":
+                        self.errors[frame[1]] = frame[2]
+                    elif frame[0] == "alias":
+                        self.aliases[frame[1]] = frame[2]
+                    elif frame[0] == "fatal":
+                        self.fatal = frame[1]
+                    self.cond.notify_all()
+        except Exception as e:  # a truncated or garbled stream: say so instead of hanging
+            with self.cond:
+                self.fatal = self.fatal or f"reading the bundle failed: {type(e).__name__}: {e}"
+        self._wait()
+        with self.cond:
+            if self.rows is None and self.fatal is None:
+                self.stderr.seek(0)
+                tail = self.stderr.read().decode("utf-8", "replace").strip().splitlines()[-3:]
+                self.fatal = "reading the bundle failed" + (": " + " ".join(tail) if tail else "")
+            self.finished = True
+            self.cond.notify_all()
+
+    def wait(self, ready: Any) -> None:
+        with self.cond:
+            self.cond.wait_for(lambda: ready() or self.fatal is not None or self.finished)
+            if self.fatal is not None:
+                raise _input_error(self.fatal)
+
+    def _wait(self) -> None:
+        if self.proc is not None:
+            self.proc.wait()
+        elif self.pid is not None:
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        elif self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.stderr.close()
+
+
+class BundleLoader(Loader):
+    """A bundle directory or archive, read by a child process and re-read on every refresh."""
+
+    def __init__(self, target: Target) -> None:
+        assert target.bundle is not None
+        self.target = target
+        self._lock = threading.Lock()
+        self._run: _Run | None = None
+        self._archive: AbstractContextManager[Path] | None = None
+        self._extracted: Path | None = None
+
+    def start(self) -> None:
+        """Start the child now (for a directory; an archive is extracted first, in the worker)."""
+        assert self.target.bundle is not None
+        if self.target.bundle.is_dir():
+            self._current(fork=hasattr(os, "fork") and threading.active_count() == 1)
+
+    def _current(self, fork: bool = False) -> _Run:
+        with self._lock:
+            if self._run is None:
+                bundle = self.target.bundle
+                assert bundle is not None
+                if not bundle.is_dir() and self._extracted is None:
+                    from ckpt_doctor.sources.bundle import bundle_dir
+
+                    self._archive = bundle_dir(bundle)
+                    self._extracted = self._archive.__enter__()
+                self._run = _Run(bundle, self._extracted, self.target.trainjob, fork=fork)
+            return self._run
+
+    def list_jobs(self) -> list[JobRow]:
+        run = self._current()
+        run.wait(lambda: run.rows is not None)
+        return list(run.rows or [])
+
+    def load(self, key: str) -> View:
+        return self._wait_view(key, complete=False)
+
+    def load_complete(self, key: str) -> View:
+        return self._wait_view(key, complete=True)
+
+    def _wait_view(self, key: str, complete: bool) -> View:
+        run = self._current()
+
+        def known() -> str | None:
+            k = run.aliases.get(key, key)
+            if key in run.errors or k in run.errors:
+                return k
+            view = run.views.get(k)
+            return k if view is not None and (view.complete or not complete) else None
+
+        run.wait(lambda: known() is not None)
+        k = known() or key
+        if k in run.views:
+            return run.views[k]
+        raise _input_error(run.errors.get(key) or run.errors.get(k) or f"TrainJob {key!r} is not in the bundle")
+
+    def reload(self) -> None:
+        with self._lock:
+            old, self._run = self._run, None
+            if self._archive is not None:  # the archive may have been replaced: extract it again
+                self._archive.__exit__(None, None, None)
+                self._archive = self._extracted = None
+        if old is not None:
+            old.stop()
+
+    def close(self) -> None:
+        self.reload()
+
+
+class LiveLoader(Loader):
+    """The cluster, through ckpt_doctor.sources.live (the only kubernetes importer)."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+
+    def _flags(self) -> dict[str, Any]:
+        t = self.target
+        return {"context": t.context, "kubeconfig": t.kubeconfig, "timeout": t.timeout}
+
+    def list_jobs(self) -> list[JobRow]:
+        from ckpt_doctor.sources.live import list_trainjobs
+        from ckpt_doctor.tui.model import job_row, snapshot_now
+
+        now = snapshot_now({}, live=True)
+        items = list_trainjobs(namespace=self.target.namespace, **self._flags())
+        return [job_row(raw, now) for raw in items]
+
+    def load(self, key: str) -> View:
+        from ckpt_doctor.pipeline import diagnose_snapshot
+        from ckpt_doctor.sources.live import collect_live
+        from ckpt_doctor.tui.model import build_view
+
+        with quiet_gc():
+            snap = collect_live(key, namespace=self.target.namespace, quiet=True, **self._flags())
+            name = (snap.meta.get("target") or {}).get("name") or None
+            ns = (snap.meta.get("target") or {}).get("namespace")
+            wanted = f"{ns}/{name}" if ns and name else (name or key)
+            return build_view(diagnose_snapshot(snap, wanted))
+
+
+def make_loader(target: Target) -> Loader:
+    return BundleLoader(target) if target.bundle is not None else LiveLoader(target)

@@ -1,0 +1,35 @@
+"""The TrainJob the user asked for, and where to find it (no engine or Textual imports)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Target:
+    """What the user asked for on the command line."""
+
+    bundle: Path | None = None
+    trainjob: str | None = None  # NAME or NAMESPACE/NAME
+    namespace: str | None = None
+    context: str | None = None
+    kubeconfig: str | None = None
+    timeout: float = 15.0
+
+    @property
+    def live(self) -> bool:
+        return self.bundle is None
+
+    def qualified(self, name: str | None = None) -> str | None:
+        """NAMESPACE/NAME for `name` (default: the target), using -n when no namespace is given."""
+        name = name or self.trainjob
+        if not name or "/" in name or not self.namespace:
+            return name
+        return f"{self.namespace}/{name}"
+
+    def describe(self) -> str:
+        if self.bundle is not None:
+            return f"bundle {self.bundle.name}"
+        where = f"context {self.context}" if self.context else "the current context"
+        return f"cluster ({where})"

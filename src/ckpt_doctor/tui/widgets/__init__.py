@@ -1,0 +1,1 @@
+"""Widgets of the app, one idea per module."""

@@ -1,0 +1,135 @@
+"""What loads when: the engine never imports Textual, the CLI does not pay for it, and the app's first
+frame comes before the engine and the kubernetes client are imported.
+
+Each check runs in a fresh interpreter: `sys.modules` there is the only honest proof that an import
+was deferred.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.fakeapi import FakeKube
+from tests.tui.conftest import NAME, NS, ROOT
+
+ENGINE = [
+    "ckpt_doctor.pipeline",
+    "ckpt_doctor.engine.walk",
+    "ckpt_doctor.engine.catalogue",
+    "ckpt_doctor.engine.graph",
+    "ckpt_doctor.engine.checks",
+    "ckpt_doctor.facts.context",
+    "ckpt_doctor.scope",
+    "ckpt_doctor.sources.bundle",
+    "ckpt_doctor.report.markdown",
+    "ckpt_doctor.report.jsonout",
+]
+
+
+def loaded_after(code: str, *probes: str) -> dict[str, bool]:
+    """Run `code` in a new interpreter and say which of `probes` are in sys.modules afterwards."""
+    script = code + f"\nimport json, sys\nprint(json.dumps({{m: m in sys.modules for m in {list(probes)!r}}}))\n"
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_engine_never_imports_textual() -> None:
+    code = "\n".join(f"import {m}" for m in ENGINE)
+    code += "\nfrom ckpt_doctor.pipeline import diagnose_snapshot\nfrom ckpt_doctor.sources.bundle import open_bundle\n"
+    code += "with open_bundle('examples/final-checkpoint-missing') as s:\n    diagnose_snapshot(s)\n"
+    got = loaded_after(code, "textual", "kubernetes", "ckpt_doctor.tui")
+    assert got == {"textual": False, "kubernetes": False, "ckpt_doctor.tui": False}
+
+
+def test_the_cli_does_not_import_textual_or_kubernetes_until_needed() -> None:
+    got = loaded_after(
+        "from ckpt_doctor.cli import build_parser\nbuild_parser()", "textual", "ckpt_doctor.tui.app", "kubernetes"
+    )
+    assert got == {"textual": False, "ckpt_doctor.tui.app": False, "kubernetes": False}
+
+
+def test_the_app_module_leaves_the_engine_and_the_cluster_client_for_later() -> None:
+    got = loaded_after(
+        "import ckpt_doctor.tui.app",
+        "textual",
+        "networkx",
+        "ruamel.yaml",
+        "kubernetes",
+        "ckpt_doctor.engine.walk",
+        "ckpt_doctor.sources.live",
+    )
+    assert got == {
+        "textual": True,
+        "networkx": False,
+        "ruamel.yaml": False,
+        "kubernetes": False,
+        "ckpt_doctor.engine.walk": False,
+        "ckpt_doctor.sources.live": False,
+    }
+
+
+FIRST_FRAME = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from ckpt_doctor.tui.app import DoctorApp
+    from ckpt_doctor.tui.target import Target
+
+    seen = {}
+
+    class Probe(DoctorApp):
+        def on_ready(self):
+            seen["at_first_frame"] = {m: m in sys.modules for m in ("kubernetes", "networkx")}
+            super().on_ready()
+
+    async def main():
+        app = Probe(Target(trainjob=sys.argv[1], kubeconfig=sys.argv[2], timeout=5.0))
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(50):
+                await pilot.pause(0.1)
+                if app.view is not None or app.error:
+                    break
+            seen["after"] = {m: m in sys.modules for m in ("kubernetes", "networkx")}
+            seen["verdict"] = app.view.verdict[0].symptom.id if app.view else app.error
+    asyncio.run(main())
+    print(json.dumps(seen))
+    """
+)
+
+
+def test_first_frame_comes_before_the_kubernetes_client(tmp_path: Path) -> None:
+    with FakeKube() as kube:
+        kube.load_bundle(ROOT / "examples" / "final-checkpoint-missing")
+        kubeconfig = kube.kubeconfig(tmp_path / "kubeconfig", namespace=NS)
+        out = subprocess.run(
+            [sys.executable, "-c", FIRST_FRAME, f"{NS}/{NAME}", str(kubeconfig)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["at_first_frame"] == {"kubernetes": False, "networkx": False}
+    assert seen["after"] == {"kubernetes": True, "networkx": True}
+    assert seen["verdict"] == "final-checkpoint-missing"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tui", "--bundle", "no/such/dir"],
+        ["tui", "a/b", "--bundle", "examples"],
+        ["tui", "--bundle", "examples", "--refresh", "0"],
+    ],
+)
+def test_bad_flags_fail_before_the_app_starts(argv: list[str]) -> None:
+    from ckpt_doctor.cli import main
+
+    assert main(argv) == 3
