@@ -29,7 +29,8 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; `only` registers a single verb (the app's first frame should not wait for the rest)."""
     parser = argparse.ArgumentParser(
         prog="ckpt-doctor",
         description="Find out why a Kubeflow Trainer v2 TrainJob did not resume from its checkpoint.",
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ckpt-doctor {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="COMMAND")
-    for verb in VERBS:
+    for verb in VERBS if only is None else (only,):
         try:
             mod = importlib.import_module(f"ckpt_doctor.commands.{verb}")
         except ModuleNotFoundError as e:
@@ -58,10 +59,14 @@ def _verbs(parser: argparse.ArgumentParser) -> set[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     bare = not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"))
-    if bare and "tui" in _verbs(parser):
-        args_list = ["tui", *args_list]
+    if bare or args_list[0] == "tui":
+        # the app: register only its verb, so the first frame does not wait for every engine import
+        parser = build_parser(only="tui")
+        if "tui" in _verbs(parser) and bare:
+            args_list = ["tui", *args_list]
+    else:
+        parser = build_parser()
     args = parser.parse_args(args_list)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

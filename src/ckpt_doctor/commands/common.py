@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ckpt_doctor.engine.model import SEVERITIES
-from ckpt_doctor.engine.walk import Diagnosis
-from ckpt_doctor.report import renderer
+
+if TYPE_CHECKING:
+    from ckpt_doctor.engine.walk import Diagnosis
 
 
 def add_output_flags(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
@@ -41,4 +43,6 @@ def emit(diag: Diagnosis, fmt: str, verbose: bool = False) -> None:
         else:
             sys.stdout.write(text.plain)
         return
+    from ckpt_doctor.report import renderer
+
     sys.stdout.write(renderer(fmt)(diag))
