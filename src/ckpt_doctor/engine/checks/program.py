@@ -56,18 +56,28 @@ def uses(facts: Facts, framework: str) -> bool:
 @check("lexical-checkpoint-sort")
 def lexical_sort(facts: Facts, rule: Rule) -> Result:
     h = facts.history
+    # running maxima over earlier attempts: the newest save by number and the one that sorts last as text
+    before: dict[int, tuple[int, str] | None] = {}
+    newest: tuple[int, str] | None = None
+    for a in h.attempts:
+        before[a.index] = newest
+        steps = [e.step for r in a.runs for e in r.saves() if e.step is not None]
+        if steps:
+            num = max(steps) if newest is None else max(newest[0], *steps)
+            lex = max(f"checkpoint-{s}" for s in steps)
+            newest = (num, lex if newest is None else max(newest[1], lex))
     for r in h.later_runs():
         kind, step, ev = r.start()
-        if kind != "resumed" or step is None:
+        prior = before.get(r.attempt)
+        if kind != "resumed" or step is None or prior is None:
             continue
-        saved = [e.step for x in h.runs if x.attempt < r.attempt for e in x.saves() if e.step is not None]
         # only a resume that went *back* is a symptom of text sorting; a newer one was simply unseen
-        if saved and step < max(saved) and f"checkpoint-{step}" == max(f"checkpoint-{s}" for s in [*saved, step]):
+        if step < prior[0] and f"checkpoint-{step}" >= prior[1]:
             assert r.log is not None and ev is not None
             return fail(
                 facts.subject(),
                 [ev.evidence(r.log.ref, r.attempt)],
-                f"resumed checkpoint-{step} although checkpoint-{max(saved)} existed: "
+                f"resumed checkpoint-{step} although checkpoint-{prior[0]} existed: "
                 f"`checkpoint-{step}` sorts last as text",
             )
     if not _has_text(facts):
