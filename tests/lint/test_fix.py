@@ -282,3 +282,31 @@ def test_env_in_runtime_patches_moves_to_trainer_env(tmp_path: Path, cli) -> Non
     assert result.failed() == []
     (unit,) = [u for u in result.units if u.facts.scope.trainjob is not None]
     assert unit.facts.spec.env()["HF_HUB_OFFLINE"] == "1"
+
+
+def test_fix_refuses_to_rewrite_a_file_that_is_not_utf8(tmp_path: Path, cli) -> None:
+    v = _variant("v2.1/no-failure-policy")
+    root = v.materialize(tmp_path)
+    runtime = root / "runtime.yaml"
+    runtime.write_bytes(runtime.read_bytes() + b"# caf\xe9 (latin-1)\n")
+    before = runtime.read_bytes()
+    _rc, _out, err = cli("lint", str(root), "--fix", *v.flags)
+    assert "not valid UTF-8" in err
+    assert runtime.read_bytes() == before
+
+
+def test_a_file_that_cannot_be_written_is_one_line_and_exit_3(tmp_path: Path, cli, monkeypatch) -> None:
+    v = _variant("v2.1/no-failure-policy")
+    root = v.materialize(tmp_path)
+    before = (root / "runtime.yaml").read_bytes()
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    rc, _out, err = cli("lint", str(root), "--fix", *v.flags)
+    assert rc == 3
+    assert err.strip().splitlines()[-1].startswith("ckpt-doctor: error:") and "Traceback" not in err
+    assert "cannot write the fixed file: Permission denied" in err
+    assert (root / "runtime.yaml").read_bytes() == before
+    assert not list(root.glob(".*ckpt-doctor-fix"))

@@ -271,3 +271,14 @@ def test_custom_pattern_from_the_cli(planted: tuple[FakeKube, Path], tmp_path: P
     bad = run_cli(["collect", NAME, "-o", str(tmp_path / "x"), "--kubeconfig", str(kc), "--redact-pattern", "("])
     assert bad.rc == 3 and "not a valid regular expression" in bad.err
     kube.stop()
+
+
+def test_gap_reasons_pass_through_the_redactor() -> None:
+    from ckpt_doctor.snapshot import Gap, Snapshot
+    from ckpt_doctor.sources.redact import Redactor
+
+    token = "hf_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"
+    snap = Snapshot(not_collected=[Gap("events", f"server error 500: upstream said Authorization: Bearer {token}")])
+    Redactor().snapshot(snap)
+    assert token not in snap.not_collected[0].reason
+    assert snap.not_collected[0].what == "events"

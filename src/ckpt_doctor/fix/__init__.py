@@ -11,11 +11,14 @@ and the lines around them stay as they were; a file with nothing to fix is never
 from __future__ import annotations
 
 import difflib
+import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ckpt_doctor.errors import InputError
 from ckpt_doctor.fix import fixers
 from ckpt_doctor.fix.yamledit import NotMechanical
 from ckpt_doctor.lint import LintResult, lint_manifests
@@ -128,10 +131,27 @@ def fix_result(result: LintResult, write: bool = True) -> FixOutcome:
             if c.file.path is None:
                 not_fixed.append(f"not written {c.file.display}: standard input cannot be fixed in place (--dry-run)")
                 continue
-            c.file.path.write_text(c.new, encoding="utf-8")
+            if not c.file.utf8:
+                not_fixed.append(
+                    f"not written {c.file.display}: it is not valid UTF-8, and a rewrite would change bytes"
+                )
+                continue
+            write_atomically(c.file.path, c.new, c.file.display)
             written = True
     after = _relint(result, {c.file.path: c.new for c in changes if c.file.path is not None}, texts)
     return FixOutcome(result, after, changes, not_fixed, written)
+
+
+def write_atomically(path: Path, text: str, display: str) -> None:
+    """Replace `path` in one step, so Ctrl-C or a full disk never leaves a half-written manifest."""
+    tmp = path.with_name(f".{path.name}.ckpt-doctor-fix")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"cannot write the fixed file: {e.strerror or e}", display) from None
 
 
 def _relint(result: LintResult, overrides: dict[Path, str], texts: dict[str, str]) -> LintResult:

@@ -75,6 +75,7 @@ class ManifestFile:
     path: Path | None  # None for stdin
     text: str
     objects: list[Obj] = field(default_factory=list)
+    utf8: bool = True  # False when bytes had to be replaced to read it (then --fix must not rewrite it)
 
 
 @dataclass
@@ -318,7 +319,11 @@ def _read_file(mset: ManifestSet, path: Path, display: str, explicit: bool = Fal
     if explicit and path.name in KUSTOMIZATION_FILES:
         mset.note(display, "a kustomization file: lint its folder instead", kind="kustomize")
         return
-    _read_text(mset, ManifestFile(display, path, data.decode("utf-8", errors="replace")))
+    try:
+        mf = ManifestFile(display, path, data.decode("utf-8"))
+    except UnicodeDecodeError:
+        mf = ManifestFile(display, path, data.decode("utf-8", errors="replace"), utf8=False)
+    _read_text(mset, mf)
 
 
 def _template_line(text: str) -> int | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ckpt_doctor.errors import InputError
-from ckpt_doctor.snapshot import LogRef, Snapshot
+from ckpt_doctor.snapshot import Gap, LogRef, Snapshot
 
 MARK = "<redacted"
 
@@ -362,6 +362,8 @@ class Redactor:
         for key, ref in list(snap.logs.items()):
             snap.logs[key] = self.log(ref)
         snap.meta = self.obj(snap.meta)
+        # gap reasons quote server and transport errors: they leave the cluster too
+        snap.not_collected = [Gap(g.what, self.text(g.reason)) for g in snap.not_collected]
         return snap
 
     def log(self, ref: LogRef, window: int = 1 << 20) -> LogRef:
