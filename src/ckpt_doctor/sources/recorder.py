@@ -158,18 +158,20 @@ class Recorder:
             (POD, f"jobset.sigs.k8s.io/jobset-name={self.name}", None),
             (EVENT, None, None),
         )
-        if reason is None:
-            for kind, label, fields in watched:
-                self._start(f"watch-{kind.plural}", self._watch_loop, kind, label, fields)
-            for pod in base.objects.get("Pod", []):
-                self._follow_pod(pod)
-            self.progress.note(f"recording TrainJob {self.namespace}/{self.name}; Ctrl-C stops and writes the bundle")
-        else:
-            self.finish_reason = f"the TrainJob had already finished: {reason}"
-            self.finished.set()
-        if on_ready is not None:
-            on_ready()
-        try:
+        try:  # from the first thread started: Ctrl-C anywhere below still shuts down and keeps the record
+            if reason is None:
+                for kind, label, fields in watched:
+                    self._start(f"watch-{kind.plural}", self._watch_loop, kind, label, fields)
+                for pod in base.objects.get("Pod", []):
+                    self._follow_pod(pod)
+                self.progress.note(
+                    f"recording TrainJob {self.namespace}/{self.name}; Ctrl-C stops and writes the bundle"
+                )
+            else:
+                self.finish_reason = f"the TrainJob had already finished: {reason}"
+                self.finished.set()
+            if on_ready is not None:
+                on_ready()
             while not self.stop.is_set() and not self.finished.is_set():
                 self.stop.wait(0.2)
             if self.finished.is_set() and not self.stop.is_set():

@@ -500,7 +500,9 @@ class DoctorApp(App[int]):
         self.exit(0)
 
     def on_unmount(self) -> None:
-        if self._own_loader and self._loader is not None:
+        # stop the loader now, whoever made it: Textual waits for its worker threads before run()
+        # returns, and a worker blocked on a bundle still being read would keep quit waiting
+        if self._loader is not None:
             self._loader.close()
 
 

@@ -179,14 +179,24 @@ class _Run:
         except Exception as e:  # a truncated or garbled stream: say so instead of hanging
             with self.cond:
                 self.fatal = self.fatal or f"reading the bundle failed: {type(e).__name__}: {e}"
-        self._wait()
-        with self.cond:
-            if self.rows is None and self.fatal is None:
-                self.stderr.seek(0)
-                tail = self.stderr.read().decode("utf-8", "replace").strip().splitlines()[-3:]
-                self.fatal = "reading the bundle failed" + (": " + " ".join(tail) if tail else "")
-            self.finished = True
-            self.cond.notify_all()
+        try:
+            self._wait()
+            with self.cond:
+                if self.rows is None and self.fatal is None:
+                    tail = self._stderr_tail()
+                    self.fatal = "reading the bundle failed" + (": " + " ".join(tail) if tail else "")
+        finally:  # whatever happened (even a stop() mid-read), waiters must wake up
+            with self.cond:
+                self.finished = True
+                self.cond.notify_all()
+            self.stderr.close()
+
+    def _stderr_tail(self) -> list[str]:
+        try:
+            self.stderr.seek(0)
+            return self.stderr.read().decode("utf-8", "replace").strip().splitlines()[-3:]
+        except (OSError, ValueError):
+            return []
 
     def wait(self, ready: Any) -> None:
         with self.cond:
@@ -211,7 +221,7 @@ class _Run:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self.stderr.close()
+        # stderr is closed by the reader thread once it has finished with it
 
 
 class BundleLoader(Loader):
@@ -274,11 +284,11 @@ class BundleLoader(Loader):
     def reload(self) -> None:
         with self._lock:
             old, self._run = self._run, None
+            if old is not None:  # stop the child before its files disappear
+                old.stop()
             if self._archive is not None:  # the archive may have been replaced: extract it again
                 self._archive.__exit__(None, None, None)
                 self._archive = self._extracted = None
-        if old is not None:
-            old.stop()
 
     def close(self) -> None:
         self.reload()
