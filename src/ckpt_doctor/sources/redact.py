@@ -366,17 +366,12 @@ class Redactor:
         snap.not_collected = [Gap(g.what, self.text(g.reason)) for g in snap.not_collected]
         return snap
 
-    def log(self, ref: LogRef, window: int = 1 << 20) -> LogRef:
-        """An in-memory, redacted copy of `ref`: all of an in-memory log, a file's first and last `window` bytes."""
-        size = ref.size
-        if size is not None and (ref.path is None or size <= 2 * window):
-            content = self.bytes(ref.read_head(size))
-            return LogRef(
-                ref.pod, ref.container, ref.previous, head=content, size=len(content), namespace=ref.namespace
-            )
-        head = self.bytes(ref.read_head(window))
-        tail = None if ref.is_whole(window) else self.bytes(ref.read_tail(window))
-        return LogRef(ref.pod, ref.container, ref.previous, head=head, tail=tail, namespace=ref.namespace)
+    def log(self, ref: LogRef) -> LogRef:
+        """An in-memory, redacted copy of `ref`, holding exactly the bytes a bundle stores for it."""
+        from ckpt_doctor.sources.bundle_write import log_bytes  # one definition of "what of a log we keep"
+
+        content = self.bytes(log_bytes(ref))
+        return LogRef(ref.pod, ref.container, ref.previous, head=content, size=len(content), namespace=ref.namespace)
 
 
 def _is_reference_key(key: str) -> bool:
