@@ -20,7 +20,9 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 demo: $(VENV)/.installed
 	@echo "== ckpt-doctor diagnose --bundle examples/llamafactory-overwrite-output-dir"
-	-$(BIN)/ckpt-doctor diagnose --bundle examples/llamafactory-overwrite-output-dir
+	@$(BIN)/ckpt-doctor diagnose --bundle examples/llamafactory-overwrite-output-dir; rc=$$?; \
+	echo; echo "exit code $$rc: 0 nothing failed, 1 a finding failed at or above --fail-on (as here)"; \
+	test $$rc -le 1
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
