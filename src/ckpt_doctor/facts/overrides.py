@@ -67,22 +67,23 @@ class TrainerJob:
     path: str = ""  # field path of the replicated job in the runtime
 
 
+def trainer_rjob_index(rjs: list[Any]) -> tuple[int, bool] | None:
+    """(index, labelled) of the trainer replicated job: the one carrying the ancestor label, else the
+    one named `node`; None when neither exists."""
+    jobs = [(i, r) for i, r in enumerate(rjs) if isinstance(r, dict)]
+    for i, rj in jobs:
+        if (((rj.get("template") or {}).get("metadata") or {}).get("labels") or {}).get(ANCESTOR_LABEL) == "trainer":
+            return i, True
+    return next(((i, False) for i, rj in jobs if rj.get("name") == TRAINER_CONTAINER), None)
+
+
 def find_trainer_job(runtime: Obj | None) -> TrainerJob | None:
     rjs = replicated_jobs(runtime)
     if not rjs:
         return None
-    chosen = None
-    for i, rj in enumerate(rjs):
-        labels = ((rj.get("template") or {}).get("metadata") or {}).get("labels") or {}
-        if labels.get(ANCESTOR_LABEL) == "trainer":
-            chosen = (i, True)
-            break
-    if chosen is None:
-        names = [str(rj.get("name")) for rj in rjs]
-        guess = names.index(TRAINER_CONTAINER) if TRAINER_CONTAINER in names else None
-        if guess is None:  # the replicated job that is not an initializer
-            guess = next((i for i, rj in enumerate(rjs) if "initializer" not in str(rj.get("name"))), 0)
-        chosen = (guess, False)
+    chosen = trainer_rjob_index(rjs)
+    if chosen is None:  # the replicated job that is not an initializer
+        chosen = (next((i for i, rj in enumerate(rjs) if "initializer" not in str(rj.get("name"))), 0), False)
     i, labelled = chosen
     rj = rjs[i]
     pod_tmpl = ((rj.get("template") or {}).get("spec") or {}).get("template") or {}

@@ -8,7 +8,7 @@ from typing import Any
 from ckpt_doctor.engine.checks import absence, check, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
-from ckpt_doctor.facts.overrides import compare
+from ckpt_doctor.facts.overrides import compare, trainer_rjob_index
 from ckpt_doctor.scope import ANCESTOR_LABEL, TRAINER_CONTAINER, replicated_jobs
 
 RESERVED = ("node", "dataset-initializer", "model-initializer")
@@ -291,15 +291,6 @@ def grace_period(facts: Facts, rule: Rule) -> Result:
     return ok(reason=f"terminationGracePeriodSeconds is {value} s")
 
 
-def _trainer_rjob(rjobs: list[Any]) -> tuple[int, dict[str, Any]] | None:
-    """The trainer replicated job of a JobSet spec: ancestor label first, else the one named node."""
-    items = [(i, r) for i, r in enumerate(rjobs) if isinstance(r, dict)]
-    for i, r in items:
-        if (((r.get("template") or {}).get("metadata") or {}).get("labels") or {}).get(ANCESTOR_LABEL) == "trainer":
-            return i, r
-    return next(((i, r) for i, r in items if r.get("name") == TRAINER_CONTAINER), None)
-
-
 @check("backoff-limit-fights-restarts")
 def backoff_limit_fights_restarts(facts: Facts, rule: Rule) -> Result:
     got = jobset_spec(facts)
@@ -310,10 +301,11 @@ def backoff_limit_fights_restarts(facts: Facts, rule: Rule) -> Result:
     mr = (spec.get("failurePolicy") or {}).get("maxRestarts") if isinstance(spec.get("failurePolicy"), dict) else None
     if not isinstance(mr, int) or mr < 1:
         return ok(reason="no JobSet restarts are configured (see no-failure-policy)")
-    hit = _trainer_rjob(spec.get("replicatedJobs") or [])
+    rjobs = spec.get("replicatedJobs") or []
+    hit = trainer_rjob_index(rjobs)
     if hit is None:
         return skip("no trainer replicated job found")
-    i, rj = hit
+    i, rj = hit[0], rjobs[hit[0]]
     job_path = f"{base}.replicatedJobs[{i}].template.spec"
     limit = int(facts.param(rule.id, "maxBackoffLimit", rule.params.get("maxBackoffLimit", 0)))
     bl = ((rj.get("template") or {}).get("spec") or {}).get("backoffLimit")
