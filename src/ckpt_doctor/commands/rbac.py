@@ -38,8 +38,8 @@ def diagnose_needs() -> list[Need]:
     out: list[Need] = []
     for r in READS:
         fixed = TRAINER_DEPLOYMENT[0] if r.kind.kind == "Deployment" else None
-        for v in r.verbs:
-            out.append(
+        for verbs, follow_only in ((r.verbs, False), (r.follow_only, True)):
+            out += [
                 Need(
                     r.kind.group,
                     r.resource,
@@ -47,24 +47,12 @@ def diagnose_needs() -> list[Need]:
                     not r.kind.namespaced,
                     r.why,
                     "diagnose",
+                    follow_only=follow_only,
                     optional=r.optional,
                     namespace=fixed,
                 )
-            )
-        for v in r.follow_only:
-            out.append(
-                Need(
-                    r.kind.group,
-                    r.resource,
-                    v,
-                    not r.kind.namespaced,
-                    r.why,
-                    "diagnose",
-                    follow_only=True,
-                    optional=r.optional,
-                    namespace=fixed,
-                )
-            )
+                for v in verbs
+            ]
     return out
 
 
