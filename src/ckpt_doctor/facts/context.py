@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ckpt_doctor.facts.attempts import History, build_history
 from ckpt_doctor.facts.logs import Signature, load_signatures
@@ -14,6 +14,9 @@ from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs
 from ckpt_doctor.facts.versions import TrainerVersion, trainer_version
 from ckpt_doctor.scope import Scope
 from ckpt_doctor.snapshot import Obj
+
+if TYPE_CHECKING:
+    from ckpt_doctor.engine.model import Rule
 
 NEEDS_CLUSTER = "needs cluster evidence (pods, events, logs); lint sees only manifests"
 
@@ -124,8 +127,9 @@ class Facts:
     def ckpt_dir(self) -> CkptDir | None:
         return self.ckpt_dirs[0] if self.ckpt_dirs else None
 
-    def param(self, rule_id: str, name: str, default: Any) -> Any:
-        return self.params.get(rule_id, {}).get(name, default)
+    def param(self, rule: Rule, name: str, default: Any) -> Any:
+        """A rule parameter: the caller's override, else the catalogue's value, else `default`."""
+        return self.params.get(rule.id, {}).get(name, rule.params.get(name, default))
 
     # -- subjects -------------------------------------------------------------------------------
     def subject(self) -> dict[str, Any] | None:

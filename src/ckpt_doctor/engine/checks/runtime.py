@@ -255,7 +255,7 @@ def no_failure_policy(facts: Facts, rule: Rule) -> Result:
             [absence("failurePolicy", f"{obj.ref()} {base}")],
             f"{obj.ref()} has no failurePolicy: the first Job failure fails the whole TrainJob",
         )
-    minimum = int(facts.param(rule.id, "minMaxRestarts", rule.params.get("minMaxRestarts", 1)))
+    minimum = int(facts.param(rule, "minMaxRestarts", 1))
     mr = fp.get("maxRestarts")
     if not isinstance(mr, int) or mr < minimum:
         return fail(
@@ -271,7 +271,7 @@ def grace_period(facts: Facts, rule: Rule) -> Result:
     spec = facts.spec
     if spec is None:
         return skip("neither a trainer pod nor a runtime is in the snapshot")
-    minimum = int(facts.param(rule.id, "minSeconds", rule.params.get("minSeconds", 60)))
+    minimum = int(facts.param(rule, "minSeconds", 60))
     value = spec.pod_spec.get("terminationGracePeriodSeconds")
     path = f"{spec.base_path}.terminationGracePeriodSeconds"
     if value is None:
@@ -307,7 +307,7 @@ def backoff_limit_fights_restarts(facts: Facts, rule: Rule) -> Result:
         return skip("no trainer replicated job found")
     i, rj = hit[0], rjobs[hit[0]]
     job_path = f"{base}.replicatedJobs[{i}].template.spec"
-    limit = int(facts.param(rule.id, "maxBackoffLimit", rule.params.get("maxBackoffLimit", 0)))
+    limit = int(facts.param(rule, "maxBackoffLimit", 0))
     bl = ((rj.get("template") or {}).get("spec") or {}).get("backoffLimit")
     subj = facts.runtime_subject() if obj is rt else facts.subject()
     if bl is None:

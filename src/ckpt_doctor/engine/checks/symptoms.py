@@ -65,7 +65,7 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
     )
 
 
-def _counted_saves(facts: Facts, runs: list[Run]) -> list[tuple[Run, Any]]:
+def _counted_saves(runs: list[Run]) -> list[tuple[Run, Any]]:
     """Saves that completed: the last save of a run killed right after it may be partial."""
     out = []
     for r in runs:
@@ -90,7 +90,7 @@ def resumed_older(facts: Facts, rule: Rule) -> Result:
     # the newest completed save of each attempt, then a running maximum over earlier attempts
     best_of: dict[int, tuple[Run, Any]] = {}
     for a in h.attempts:
-        saves = _counted_saves(facts, a.runs)
+        saves = _counted_saves(a.runs)
         if saves:
             best_of[a.index] = max(saves, key=lambda p: p[1].step or 0)
     newest_before: dict[int, tuple[Run, Any] | None] = {}
