@@ -143,3 +143,17 @@ async def test_line_view_jump_to_text_when_the_line_is_unknown() -> None:
         v.set_source(src, text="resuming from /c/checkpoint-9")
         await settle(pilot)
         assert v.target == 100 and v.cursor == 100
+
+
+async def test_a_text_source_gives_the_view_its_full_width_before_any_line_is_drawn() -> None:
+    long = "x" * 150
+    src = TextLines([f"line {i}" for i in range(200)] + [f"\t{long}", f"{long}\r{long}"])
+    assert src.widest() == 154  # the tab expanded to 4 columns; each carriage-return segment measured apart
+    app = _Viewer(TextLines(["a"]))
+    async with app.run_test(size=(60, 10)) as pilot:
+        await settle(pilot)
+        v = app.query_one(LineView)
+        v.set_source(src)  # the long lines are far below the screen: never drawn
+        await settle(pilot)
+        assert v.virtual_size.width == v.gutter_width + 154
+        assert v.show_horizontal_scrollbar

@@ -114,6 +114,21 @@ async def test_evidence_jumps_to_the_cited_field() -> None:
         lv = screen.query_one(LineView)
         assert lv.target is not None and lv.current_text().strip() == "args:"
         assert "Pod/team-a/sft-resumable-node-0-0-wgr2w" in screen_text(app)
+        # the jump was made before the view had a height: the cited line still lands mid-screen
+        h = lv.scrollable_content_region.height
+        assert lv.scroll_offset.y == lv.target - h // 2
+
+
+async def test_a_jump_before_the_layout_leaves_the_scrollbar_thumb_where_the_view_is() -> None:
+    for size in ((80, 24), (160, 48)):
+        app = bundle_app()
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await pilot.press("2", "e", "down", "enter")  # a log line near the end of the log
+            await settle(pilot)
+            lv = app.screen.query_one(LineView)
+            assert lv.scroll_offset.y > 0 and lv.show_vertical_scrollbar, size
+            assert lv.vertical_scrollbar.position == lv.scroll_y, size
 
 
 async def test_evidence_jumps_to_the_cited_event() -> None:

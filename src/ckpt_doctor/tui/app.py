@@ -143,10 +143,10 @@ class DoctorApp(App[int]):
         self._subtitle()
         if self.current:
             self.busy = f"⟳ {'Collecting' if self.target.live else 'Reading'} {self.current}…"
-            self.push_screen(OverviewScreen())
+            self.push_screen(OverviewScreen(lazy=True))
         else:
             self.busy = f"⟳ Listing TrainJobs in {self.target.describe()}…"
-            self.push_screen(PickerScreen())
+            self.push_screen(PickerScreen(lazy=True))
         self._timer = self.set_interval(self.refresh_every or DEFAULT_AUTO_REFRESH, self._tick, pause=not self.auto)
         self._status()
 
@@ -215,7 +215,7 @@ class DoctorApp(App[int]):
             self.error = f"Could not list TrainJobs: {msg.error}"
             self.rows = self.rows or []
             self._status()
-            for s in self._screens(PickerScreen):
+            for s in self._ready_screens(PickerScreen):
                 s.show_rows(self.rows, failed=True)
             return
         self.error = None if not self.current else self.error
@@ -223,7 +223,7 @@ class DoctorApp(App[int]):
         if self.view is not None:  # keep the verdict we already have
             rows = [self.view.row if r.key == self.view.key else r for r in rows]
         self.rows = rows
-        for s in self._screens(PickerScreen):
+        for s in self._ready_screens(PickerScreen):
             s.show_rows(rows)
         self._status()
         if not self._opened_first and not self.current and len(rows) == 1:
@@ -238,7 +238,7 @@ class DoctorApp(App[int]):
     def _row_updated(self, msg: RowUpdated) -> None:
         if self.rows is not None:
             self.rows = [msg.row if r.key == msg.row.key else r for r in self.rows]
-        for s in self._screens(PickerScreen):
+        for s in self._ready_screens(PickerScreen):
             s.update_row(msg.row)
 
     @on(ViewLoaded)
@@ -250,7 +250,7 @@ class DoctorApp(App[int]):
         self.busy = ""
         if msg.error or msg.view is None:
             self.error = f"Could not diagnose {msg.key}: {msg.error}"
-            for s in {*self._screens(DoctorScreen), *(t for t in self._tabs.values() if t.is_mounted)}:
+            for s in self._ready_screens(DoctorScreen):
                 s.show_failed(self.error)
             self._status()
             return
@@ -260,11 +260,16 @@ class DoctorApp(App[int]):
             self.refreshed_at = datetime.now().strftime("%H:%M:%S")
         self._subtitle()
         self._status()
-        for s in {*self._screens(DoctorScreen), *(t for t in self._tabs.values() if t.is_mounted)}:
+        for s in self._ready_screens(DoctorScreen):
             s.show_view(msg.view)
 
     def _screens(self, cls: type) -> list[Any]:
         return [s for s in self.screen_stack if isinstance(s, cls)]
+
+    def _ready_screens(self, cls: type) -> list[Any]:
+        """Screens of `cls`, in the stack or kept as tabs, whose body can take data now (the others
+        take it from the app when their body is mounted)."""
+        return [s for s in dict.fromkeys([*self.screen_stack, *self._tabs.values()]) if isinstance(s, cls) and s.ready]
 
     def _subtitle(self) -> None:
         t = self.target

@@ -62,6 +62,11 @@ class LineSource:
         """Build whatever index reading needs (no-op for text in memory)."""
         return None
 
+    def widest(self) -> int | None:
+        """The width of the widest line when known without reading everything (else the view
+        learns it from the lines it draws)."""
+        return None
+
     def find(
         self, needle: str, start: int, backward: bool = False, stop: Callable[[], bool] = lambda: False
     ) -> int | None:
@@ -106,6 +111,9 @@ class TextLines(LineSource):
 
     def lines(self, start: int, n: int) -> list[str]:
         return self._lines[max(0, start) : max(0, start) + n]
+
+    def widest(self) -> int | None:
+        return max((len(seg.expandtabs(4)) for line in self._lines for seg in line.split("\r")), default=0)
 
 
 class WindowLines(LineSource):

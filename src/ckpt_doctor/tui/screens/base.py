@@ -1,11 +1,20 @@
 """What every screen has: the header, the partial-data banner, the footer with its keys; and,
-for the screens about one TrainJob, the navigation bar and a hook for each new diagnosis."""
+for the screens about one TrainJob, the navigation bar and a hook for each new diagnosis.
+
+The body (tables, tree, chart) of the app's first screen is mounted lazily, after the first frame:
+its widgets are most of the start-up's style work, and they would show nothing but "loading" yet.
+So a screen fills its body in `setup()`, which runs once the body is in the DOM, and the app sends
+it data only when it is `ready`; `setup()` picks up whatever the app already has.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.lazy import Lazy
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
@@ -16,15 +25,45 @@ if TYPE_CHECKING:
     from ckpt_doctor.tui.model import View
 
 
+class Body(Vertical):
+    """The part of a screen below the banner; says when it is mounted."""
+
+    DEFAULT_CSS = "Body { height: 1fr; }"
+
+    class Mounted(Message):
+        """The body and its widgets are in the DOM."""
+
+    def on_mount(self) -> None:
+        self.post_message(self.Mounted())
+
+
 class Frame(Screen):
     """Header, banner, body, footer."""
+
+    ready = False  # the body is mounted and set up: the app's data goes straight to it
+
+    def __init__(self, lazy: bool = False) -> None:
+        super().__init__()
+        self.lazy = lazy
 
     def compose(self) -> ComposeResult:
         yield Header(icon="✚")
         yield from self.top()
         yield Banner()
-        yield from self.body()
+        body = Body(id="body")
+        with Lazy(body) if self.lazy else body:
+            yield from self.body()
         yield Footer(show_command_palette=False)
+
+    def on_body_mounted(self, event: Body.Mounted) -> None:
+        event.stop()
+        self.ready = True
+        self.setup()
+        if self.lazy and self.focused is None:  # the screen's auto-focus ran before the body existed
+            self.focus_next(self.AUTO_FOCUS or self.app.AUTO_FOCUS or "*")
+
+    def setup(self) -> None:
+        """Fill the body from what the app has (called once, when the body is mounted)."""
 
     def top(self) -> ComposeResult:
         yield from ()
@@ -47,16 +86,17 @@ class DoctorScreen(Frame):
     """A view of the current TrainJob's diagnosis."""
 
     TAB = ""
-    ready = False  # mounted: requests (open this log, select that finding) apply at once
 
     def top(self) -> ComposeResult:
         yield NavBar(self.TAB)
 
-    def on_mount(self) -> None:
-        self.ready = True
-        view = getattr(self.app, "view", None)
-        if view is not None:
-            self.show_view(view)
+    def setup(self) -> None:
+        """Show the diagnosis the app has, or why there is none (yet)."""
+        app = self.doctor
+        if app.view is not None:
+            self.show_view(app.view)
+        elif app.error and not app.busy:
+            self.show_failed(app.error)
         else:
             self.show_loading()
 

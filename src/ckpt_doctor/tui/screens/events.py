@@ -92,7 +92,7 @@ class EventsScreen(ListFilter, DoctorScreen):
 
     def select(self, ref: str, reason: str, text: str) -> None:
         """Put the cursor on the event an evidence item cites."""
-        if self.doctor.view is None or not self.ready:  # shown first, then selected (on_mount)
+        if self.doctor.view is None or not self.ready:  # shown first, then selected (setup)
             self.wanted = (ref, reason, text)
             return
         table = self.query_one("#events", RowTable)

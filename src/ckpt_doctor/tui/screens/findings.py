@@ -195,7 +195,7 @@ class FindingsScreen(ListFilter, DoctorScreen):
 
     def select(self, rule_id: str) -> None:
         view = self.doctor.view
-        if view is None or not self.ready:  # shown first, then selected (on_mount)
+        if view is None or not self.ready:  # shown first, then selected (setup)
             self.wanted = rule_id
             return
         bar = self.query_one("#filter", FilterBar)

@@ -101,7 +101,7 @@ class LogsScreen(LineSearch, DoctorScreen):
     def open(self, key: LogKey, line: int | None = None, text: str = "", keep: bool = False) -> None:
         """Show the log `key` (pod, container, previous), at 1-based `line` or the line holding `text`."""
         view = self.doctor.view
-        if view is None or not self.ready:  # shown first, then opened (on_mount)
+        if view is None or not self.ready:  # shown first, then opened (setup)
             self.wanted = (key, line, text)
             return
         entry = view.log_entry(key) if view is not None else None

@@ -24,8 +24,8 @@ COLUMNS = ("trainjob", "state", "age", "restarts", "verdict")
 class PickerScreen(ListFilter, Frame):
     BINDINGS = ListFilter.KEYS
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, lazy: bool = False) -> None:
+        super().__init__(lazy)
         self.rows: list[JobRow] = []
         self.failed = False  # the listing failed: the banner says why
 
@@ -34,12 +34,12 @@ class PickerScreen(ListFilter, Frame):
         yield DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         yield FilterBar("filter TrainJobs (name, state, verdict)…", id="filter")
 
-    def on_mount(self) -> None:
+    def setup(self) -> None:
         self.query_one("#jobs", DataTable).add_columns(*COLUMNS)
         self.app.theme_changed_signal.subscribe(self, lambda _: self._fill())
         rows = getattr(self.app, "rows", None)
         if rows is not None:
-            self.show_rows(rows)
+            self.show_rows(rows, failed=bool(getattr(self.app, "error", None)) and not rows)
         else:
             self.query_one("#picker-title", Static).update(
                 Content.styled(

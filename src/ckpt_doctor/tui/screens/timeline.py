@@ -37,9 +37,9 @@ class TimelineScreen(DoctorScreen):
         yield StepChart(id="chart")
         yield DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
 
-    def on_mount(self) -> None:
+    def setup(self) -> None:
         self.query_one("#attempts", DataTable).add_columns(*COLUMNS)
-        super().on_mount()
+        super().setup()
         self.app.theme_changed_signal.subscribe(self, lambda _: self._refill())
 
     def show_view(self, view: View) -> None:

@@ -160,6 +160,16 @@ class LineView(ScrollView, can_focus=True):
         self._kinds.clear()
         self.refresh()
 
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # Textual moves a thumb only while its bar shows: after a jump made before the layout (a
+        # screen just opened on a cited line), the bar would appear with a stale thumb
+        if shown:
+            self.call_after_refresh(self._sync_thumb)
+
+    def _sync_thumb(self) -> None:
+        if self.show_vertical_scrollbar and self.vertical_scrollbar.position != self.scroll_y:
+            self.vertical_scrollbar.position = self.scroll_y
+
     def on_mount(self) -> None:
         self.set_source(self.source)
 
@@ -174,7 +184,7 @@ class LineView(ScrollView, can_focus=True):
         if old is not source and old is not None:
             old.close()
         self._kinds.clear()
-        self._width = 0
+        self._width = source.widest() or 0  # known up front, the scroll extent does not hang on what was drawn
         self.target, self.target_text = None, text
         self._pending = (line, text) if (line or text) else None
         if not keep:
@@ -253,8 +263,9 @@ class LineView(ScrollView, can_focus=True):
     def goto(self, i: int, center: bool = True) -> None:
         i = max(0, min(i, max(0, self._count - 1)))
         self.cursor = i
-        self._reveal(i, center)
-        if not self.size.height:  # not laid out yet (a screen just opened): scroll once it is
+        if self.size.height:
+            self._reveal(i, center)
+        else:  # not laid out yet (a screen just opened): scroll once the height is known, to centre
             self.call_after_refresh(self._reveal, i, center)
 
     def _reveal(self, i: int, center: bool) -> None:
