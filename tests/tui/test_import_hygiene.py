@@ -121,6 +121,51 @@ def test_first_frame_comes_before_the_kubernetes_client(tmp_path: Path) -> None:
     assert seen["verdict"] == "final-checkpoint-missing"
 
 
+READER_FIRST = textwrap.dedent(
+    """
+    import json, sys, time
+    from ckpt_doctor.tui import source
+
+    seen = {}
+
+    class Stop(BaseException):
+        pass
+
+    start, close = source.BundleLoader.start, source.BundleLoader.close
+
+    def probe_start(self):
+        seen["textual_before_start"] = "textual" in sys.modules
+        start(self)
+        seen["forked"] = self._run is not None and self._run.pid is not None
+        time.sleep(1.0)  # the child has sent its frames by now: nobody asked, so none is unpickled
+        seen["unpickled_unasked"] = self._run.rows is not None or "ckpt_doctor.tui.model" in sys.modules
+        raise Stop
+
+    def probe_close(self):
+        seen["closed"] = True
+        close(self)
+
+    source.BundleLoader.start, source.BundleLoader.close = probe_start, probe_close
+    from ckpt_doctor.cli import main
+
+    try:
+        main(["tui", "--bundle", "examples/final-checkpoint-missing"])
+    except Stop:
+        pass
+    print(json.dumps(seen))
+    """
+)
+
+
+def test_the_bundle_reader_starts_before_textual_and_holds_its_frames_until_asked() -> None:
+    # the fork copies a small process, the reading overlaps Textual's import, and the app's start
+    # never shares the GIL with unpickling the results
+    out = subprocess.run([sys.executable, "-c", READER_FIRST], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"textual_before_start": False, "forked": True, "unpickled_unasked": False, "closed": True}
+
+
 @pytest.mark.parametrize(
     "argv",
     [

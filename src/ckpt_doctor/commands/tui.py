@@ -58,6 +58,16 @@ def target_from(args: argparse.Namespace) -> Target:
 
 def run(args: argparse.Namespace) -> int:
     target = target_from(args)
-    from ckpt_doctor.tui.app import run as run_app
+    from ckpt_doctor.tui.source import make_loader
 
-    return run_app(target, args.refresh)
+    # A bundle's reader starts before Textual is imported: the fork copies a process that is still
+    # small, and the child reads and diagnoses on another core while Textual loads. (The frames it
+    # sends are unpickled only once the app asks for them, after its first frame: see source._Run.)
+    loader = make_loader(target)
+    try:
+        loader.start()
+        from ckpt_doctor.tui.app import run as run_app
+    except BaseException:
+        loader.close()
+        raise
+    return run_app(target, args.refresh, loader)

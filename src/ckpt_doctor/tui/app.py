@@ -1,9 +1,10 @@
 """The Textual app: pick a TrainJob, see why it did not resume, with the proof and the fix.
 
 Start-up order matters for how fast the first frame appears: this module imports Textual and the
-app's own widgets only. A bundle is read by a child process started before the app (see
-`source.py`); in live mode the worker thread that starts after the first frame (`on_ready`)
-imports the engine and the kubernetes client.
+app's own widgets only. A bundle is read by a child process started before Textual is imported
+(`commands/tui.py`, `source.py`); in live mode the worker thread that starts after the first frame
+(`on_ready`) imports the engine and the kubernetes client. The first screen's body is mounted just
+after the first frame (`screens/base.py`).
 """
 
 from __future__ import annotations
@@ -511,12 +512,14 @@ class DoctorApp(App[int]):
             self._loader.close()
 
 
-def run(target: Target, refresh_every: float | None = None) -> int:
-    from ckpt_doctor.tui.source import make_loader
+def run(target: Target, refresh_every: float | None = None, loader: Loader | None = None) -> int:
+    """Run the app until it quits; `loader` (started or not) is closed on every way out."""
+    if loader is None:
+        from ckpt_doctor.tui.source import make_loader
 
-    loader = make_loader(target)
-    loader.start()  # a bundle is read by a child process, on another core, while Textual starts
+        loader = make_loader(target)
     try:
+        loader.start()
         code = DoctorApp(target, refresh_every, loader=loader).run()
     finally:
         loader.close()

@@ -96,9 +96,10 @@ def _input_error(message: str) -> Exception:
 class _Run:
     """One child process reading the bundle, and what it has sent so far.
 
-    Before the app starts (one thread, the engine already imported by the CLI) the child is a fork
-    and skips the interpreter start and the engine's imports; later (threads running, a refresh)
-    it is a fresh interpreter.
+    Before the app starts (one thread; `ckpt-doctor tui` starts it before even importing Textual)
+    the child is a fork and skips the interpreter start; later (threads running, a refresh) it is a
+    fresh interpreter. What it sends is unpickled only once a consumer asks (`wait`), so the app's
+    first frame never shares the GIL with that work.
     """
 
     def __init__(self, bundle: Path, extracted: Path | None, first: str | None, fork: bool = False) -> None:
@@ -123,6 +124,10 @@ class _Run:
         self.aliases: dict[str, str] = {}  # NAME → NAMESPACE/NAME
         self.fatal: str | None = None
         self.finished = False
+        self.asked = threading.Event()  # a consumer waits for a result: frames may be unpickled
+        self.stopped = False
+        self._backlog: list[bytes] = []  # frames read, not yet unpickled
+        self._taking = threading.Lock()
         threading.Thread(target=self._read, name="bundle-reader", daemon=True).start()
 
     def _fork(self, bundle: Path, extracted: Path | None, first: str | None) -> IO[bytes]:
@@ -160,8 +165,37 @@ class _Run:
                 if len(head) < 8:
                     break
                 data = self.stdout.read(int.from_bytes(head, "big"))
+                with self._taking:
+                    self._backlog.append(data)
+                if self.asked.is_set():
+                    self._take()
+            if self._backlog:  # the stream ended before anyone asked: hold the frames until someone does
+                self.asked.wait()
+                self._take()
+        except Exception as e:  # a truncated or garbled stream: say so instead of hanging
+            with self.cond:
+                self.fatal = self.fatal or f"reading the bundle failed: {type(e).__name__}: {e}"
+        try:
+            self._wait()
+            with self.cond:
+                if self.rows is None and self.fatal is None and not self.stopped:
+                    tail = self._stderr_tail()
+                    self.fatal = "reading the bundle failed" + (": " + " ".join(tail) if tail else "")
+        finally:  # whatever happened (even a stop() mid-read), waiters must wake up
+            with self.cond:
+                self.finished = True
+                self.cond.notify_all()
+            self.stderr.close()
+
+    def _take(self) -> None:
+        """Unpickle the frames read so far, in order, from whichever thread gets here first.
+
+        Not before someone asks for a result: unpickling imports the engine's modules and holds the
+        GIL, which would delay the app's first frame; the bytes wait in `_backlog` until then."""
+        with self._taking:
+            while self._backlog and not self.stopped:
                 with quiet_gc():
-                    frame = pickle.loads(data)
+                    frame = pickle.loads(self._backlog.pop(0))
                 with self.cond:
                     if frame[0] == "rows":
                         self.rows = frame[1]
@@ -176,20 +210,6 @@ class _Run:
                     elif frame[0] == "fatal":
                         self.fatal = frame[1]
                     self.cond.notify_all()
-        except Exception as e:  # a truncated or garbled stream: say so instead of hanging
-            with self.cond:
-                self.fatal = self.fatal or f"reading the bundle failed: {type(e).__name__}: {e}"
-        try:
-            self._wait()
-            with self.cond:
-                if self.rows is None and self.fatal is None:
-                    tail = self._stderr_tail()
-                    self.fatal = "reading the bundle failed" + (": " + " ".join(tail) if tail else "")
-        finally:  # whatever happened (even a stop() mid-read), waiters must wake up
-            with self.cond:
-                self.finished = True
-                self.cond.notify_all()
-            self.stderr.close()
 
     def _stderr_tail(self) -> list[str]:
         try:
@@ -199,6 +219,12 @@ class _Run:
             return []
 
     def wait(self, ready: Any) -> None:
+        self.asked.set()
+        try:
+            self._take()  # frames that came before anyone asked
+        except Exception as e:
+            with self.cond:
+                self.fatal = self.fatal or f"reading the bundle failed: {type(e).__name__}: {e}"
         with self.cond:
             self.cond.wait_for(lambda: ready() or self.fatal is not None or self.finished)
             if self.fatal is not None:
@@ -214,6 +240,8 @@ class _Run:
                 pass
 
     def stop(self) -> None:
+        self.stopped = True
+        self.asked.set()  # a reader holding frames for a consumer lets them go
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
         elif self.pid is not None:
