@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ckpt_doctor import __version__
 from ckpt_doctor.errors import EXIT_INPUT, EXIT_USAGE, InputError
@@ -26,6 +27,33 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         default=15.0,
         metavar="SECONDS",
         help="timeout of each API request (default: 15)",
+    )
+
+
+def trainer_version_arg(value: str) -> str:
+    """argparse type of --trainer-version: a version the engine knows (v2.1, 2.2.0, …)."""
+    from ckpt_doctor.facts.versions import KNOWN, normalise
+
+    if normalise(value) is None:
+        raise argparse.ArgumentTypeError(f"unknown Trainer version {value!r} (known: {', '.join(KNOWN)})")
+    return value
+
+
+def add_diagnosis_flags(p: argparse.ArgumentParser) -> None:
+    """What the engine takes besides the snapshot, for every verb that diagnoses."""
+    p.add_argument(
+        "--trainer-version",
+        type=trainer_version_arg,
+        metavar="v2.x",
+        help="the cluster's Trainer version, if the bundle or cluster does not say",
+    )
+    p.add_argument(
+        "--signatures",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of extra log signature files (repeatable)",
     )
 
 

@@ -178,3 +178,28 @@ def test_bad_flags_fail_before_the_app_starts(argv: list[str]) -> None:
     from ckpt_doctor.cli import main
 
     assert main(argv) == 3
+
+
+def test_a_broken_signature_directory_fails_before_the_app_starts(tmp_path: Path) -> None:
+    from ckpt_doctor.cli import main
+
+    (tmp_path / "bad.yaml").write_text("framework: x\nsignatures:\n  - id: x\n    event: nope\n")
+    assert main(["tui", "--bundle", "examples/final-checkpoint-missing", "--signatures", "no/such/dir"]) == 3
+    assert main(["tui", "--bundle", "examples/final-checkpoint-missing", "--signatures", str(tmp_path)]) == 3
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tui", "--bundle", "no/such/dir"],
+        ["diagnose", "--bundle", "no/such/dir"],
+        ["lint", "no/such/dir"],
+    ],
+)
+def test_an_unknown_trainer_version_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from ckpt_doctor.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--trainer-version", "two"])
+    assert e.value.code == 2
+    assert "unknown Trainer version 'two'" in capsys.readouterr().err

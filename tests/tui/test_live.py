@@ -168,3 +168,18 @@ async def test_live_findings_from_the_cluster_match_the_bundle(fake_kube: tuple[
         assert isinstance(app.screen, FindingsScreen)
         failed = {f.id for f in app.screen.shown if f.status == "fail"}
         assert failed == {"final-checkpoint-missing", "grace-period-too-short", "sigterm-not-forwarded"}
+
+
+def test_live_diagnosis_takes_the_extra_signatures(fake_kube: tuple[FakeKube, Path], tmp_path: Path) -> None:
+    from ckpt_doctor.tui.source import LiveLoader
+    from tests.tui.test_source import TEAM_SIGNATURES
+
+    _, kubeconfig = fake_kube
+    sigs = tmp_path / "sigs"
+    sigs.mkdir()
+    (sigs / "team.yaml").write_text(TEAM_SIGNATURES)
+    base = Target(trainjob=f"{NS}/{NAME}", kubeconfig=str(kubeconfig), timeout=5.0)
+    plain = LiveLoader(base).load(f"{NS}/{NAME}")
+    extra = LiveLoader(Target(**{**base.__dict__, "signatures": (sigs,)})).load(f"{NS}/{NAME}")
+    assert "team-saved" not in {s.id for s in plain.signatures}
+    assert "team-saved" in {s.id for s in extra.signatures}

@@ -77,3 +77,59 @@ def test_a_broken_bundle_says_why(tmp_path: Path) -> None:
             empty.load("x")
     finally:
         empty.close()
+
+
+TEAM_SIGNATURES = """\
+framework: team-trainer
+signatures:
+  - id: team-saved
+    event: saved
+    keyword: "TEAM SAVED"
+    pattern: 'TEAM SAVED (?P<path>\\S*?checkpoint-(?P<step>\\d+))'
+"""
+
+
+def engine_flags_target(tmp_path: Path) -> Target:
+    """A bundle that does not say its Trainer version, plus a directory of the team's own signatures."""
+    from tests.stories import healthy_resume
+
+    s = healthy_resume()
+    s.bundle_meta = None
+    bundle = s.write(tmp_path / "bundle")
+    sigs = tmp_path / "sigs"
+    sigs.mkdir()
+    (sigs / "team.yaml").write_text(TEAM_SIGNATURES)
+    return Target(bundle=bundle, trainer_version="v2.0.1", signatures=(sigs,))
+
+
+def test_trainer_version_and_signatures_reach_the_bundle_child(tmp_path: Path) -> None:
+    target = engine_flags_target(tmp_path)
+    for flags, want in ((True, True), (False, False)):
+        t = target if flags else Target(bundle=target.bundle)
+        loader = BundleLoader(t)
+        try:
+            view = loader.load_complete(loader.list_jobs()[0].key)  # a fresh interpreter: flags on its command line
+            assert view.version.startswith("v2.0 ") is want
+            assert ("team-saved" in {s.id for s in view.signatures}) is want
+        finally:
+            loader.close()
+
+
+def test_trainer_version_and_signatures_reach_a_forked_child(tmp_path: Path) -> None:
+    import io
+    import pickle
+
+    from ckpt_doctor.tui.bundleproc import serve
+
+    target = engine_flags_target(tmp_path)
+    out = io.BytesIO()
+    assert target.bundle is not None
+    serve(target.bundle, None, None, out, target.trainer_version, target.signatures)  # what the fork runs
+    data, frames = out.getvalue(), []
+    while data:
+        n = int.from_bytes(data[:8], "big")
+        frames.append(pickle.loads(data[8 : 8 + n]))
+        data = data[8 + n :]
+    full = next(f[2] for f in frames if f[0] == "full")
+    assert full.version.startswith("v2.0 ")
+    assert "team-saved" in {s.id for s in full.signatures}

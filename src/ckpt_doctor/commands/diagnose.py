@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ckpt_doctor.cli import add_cluster_flags
+from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags
 from ckpt_doctor.commands.common import add_output_flags, emit
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.pipeline import diagnose_snapshot
@@ -21,15 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("target", nargs="?", metavar="[NAMESPACE/]TRAINJOB", help="a TrainJob on the live cluster")
     p.add_argument("--bundle", type=Path, help="an evidence bundle (directory or .tar.gz) instead of a cluster")
     p.add_argument("--trainjob", metavar="[NAMESPACE/]NAME", help="which TrainJob of a bundle with several")
-    p.add_argument("--trainer-version", metavar="v2.x", help="the cluster's Trainer version, if not in the bundle")
-    p.add_argument(
-        "--signatures",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra log signature files (repeatable)",
-    )
+    add_diagnosis_flags(p)
     add_output_flags(p, ("text", "json", "markdown", "sarif", "junit"))
     add_cluster_flags(p)
     live = p.add_argument_group("live collection")

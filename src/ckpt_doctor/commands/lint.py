@@ -5,15 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ckpt_doctor.cli import trainer_version_arg
 from ckpt_doctor.commands.common import add_output_flags, emit
-from ckpt_doctor.facts.versions import KNOWN, normalise
 from ckpt_doctor.lint import LintResult, lint_paths
-
-
-def trainer_version_arg(value: str) -> str:
-    if normalise(value) is None:
-        raise argparse.ArgumentTypeError(f"unknown Trainer version {value!r} (known: {', '.join(KNOWN)})")
-    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:

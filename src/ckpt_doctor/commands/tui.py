@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ckpt_doctor.cli import add_cluster_flags
+from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.tui.target import Target
 
@@ -32,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="refresh automatically every SECONDS (default: off; r refreshes, : toggles auto-refresh)",
     )
+    add_diagnosis_flags(p)
     add_cluster_flags(p)
     p.set_defaults(func=run)
 
@@ -46,6 +47,10 @@ def target_from(args: argparse.Namespace) -> Target:
         raise InputError("no such file or directory", str(args.bundle))
     if args.refresh is not None and args.refresh <= 0:
         raise InputError("--refresh needs a positive number of seconds")
+    if args.signatures:  # read them now: a broken file is an error before the app takes the screen
+        from ckpt_doctor.facts.logs import load_signatures
+
+        load_signatures(args.signatures)
     return Target(
         bundle=args.bundle,
         trainjob=args.target or args.trainjob,
@@ -53,6 +58,8 @@ def target_from(args: argparse.Namespace) -> Target:
         context=args.context,
         kubeconfig=args.kubeconfig,
         timeout=args.request_timeout,
+        trainer_version=args.trainer_version,
+        signatures=tuple(args.signatures),
     )
 
 

@@ -5,7 +5,8 @@ inside libyaml that holds the GIL for a quarter of a second, which would freeze 
 a child it freezes nothing, and it runs on another core while the app starts, so the findings are
 on screen about as soon as `ckpt-doctor diagnose` would have printed them.
 
-    python -m ckpt_doctor.tui.bundleproc BUNDLE [--dir EXTRACTED] [--first NAME]
+    python -m ckpt_doctor.tui.bundleproc BUNDLE [--dir EXTRACTED] [--first NAME] [--trainer-version V]
+                                         [--signatures DIR]...
 
 Frames on stdout, each an 8-byte length and a pickle, in order: ("rows", [JobRow]) | ("fatal",
 message); ("alias", NAME, NAMESPACE/NAME) when --first named a TrainJob without its namespace; then
@@ -30,7 +31,14 @@ def _send(out: BinaryIO, *frame: Any) -> None:
     out.flush()
 
 
-def serve(bundle: Path, extracted: Path | None, first: str | None, out: BinaryIO) -> None:
+def serve(
+    bundle: Path,
+    extracted: Path | None,
+    first: str | None,
+    out: BinaryIO,
+    trainer_version: str | None = None,
+    signatures: tuple[Path, ...] = (),
+) -> None:
     from ckpt_doctor.errors import InputError
     from ckpt_doctor.pipeline import diagnose_snapshot
     from ckpt_doctor.scope import pick_trainjob, trainjobs
@@ -61,7 +69,7 @@ def serve(bundle: Path, extracted: Path | None, first: str | None, out: BinaryIO
             keys = [key] + [k for k in keys if k != key]
     for key in keys:
         try:
-            view = build_view(diagnose_snapshot(snap, key))
+            view = build_view(diagnose_snapshot(snap, key, trainer_version, list(signatures)))
         except InputError as e:
             _send(out, "error", key, str(e))
             continue
@@ -80,11 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("bundle", type=Path)
     p.add_argument("--dir", type=Path, help="where the archive was already extracted")
     p.add_argument("--first", help="the TrainJob to diagnose first (NAME or NAMESPACE/NAME)")
+    p.add_argument("--trainer-version", help="the cluster's Trainer version, for the engine")
+    p.add_argument("--signatures", type=Path, action="append", default=[], help="extra signature directory")
     args = p.parse_args(argv)
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     sys.stdout = sys.stderr  # nothing else may write into the frame stream
     try:
-        serve(args.bundle, args.dir, args.first, out)
+        serve(args.bundle, args.dir, args.first, out, args.trainer_version, tuple(args.signatures))
     except BrokenPipeError:  # the app quit before reading everything
         return 0
     finally:

@@ -102,18 +102,22 @@ class _Run:
     first frame never shares the GIL with that work.
     """
 
-    def __init__(self, bundle: Path, extracted: Path | None, first: str | None, fork: bool = False) -> None:
+    def __init__(self, target: Target, extracted: Path | None, fork: bool = False) -> None:
         self.stderr: IO[bytes] = tempfile.TemporaryFile()
         self.proc: subprocess.Popen[bytes] | None = None
         self.pid: int | None = None
         if fork:
-            self.stdout = self._fork(bundle, extracted, first)
+            self.stdout = self._fork(target, extracted)
         else:
-            argv = [sys.executable, "-m", "ckpt_doctor.tui.bundleproc", str(bundle)]
+            argv = [sys.executable, "-m", "ckpt_doctor.tui.bundleproc", str(target.bundle)]
             if extracted is not None:
                 argv += ["--dir", str(extracted)]
-            if first:
-                argv += ["--first", first]
+            if target.trainjob:
+                argv += ["--first", target.trainjob]
+            if target.trainer_version:
+                argv += ["--trainer-version", target.trainer_version]
+            for d in target.signatures:
+                argv += ["--signatures", str(d)]
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr)
             assert self.proc.stdout is not None
             self.stdout = self.proc.stdout
@@ -130,7 +134,7 @@ class _Run:
         self._taking = threading.Lock()
         threading.Thread(target=self._read, name="bundle-reader", daemon=True).start()
 
-    def _fork(self, bundle: Path, extracted: Path | None, first: str | None) -> IO[bytes]:
+    def _fork(self, target: Target, extracted: Path | None) -> IO[bytes]:
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: write frames, never return into the parent's code
@@ -144,7 +148,8 @@ class _Run:
                 from ckpt_doctor.tui.bundleproc import serve
 
                 with os.fdopen(w, "wb") as out:
-                    serve(bundle, extracted, first, out)
+                    assert target.bundle is not None
+                    serve(target.bundle, extracted, target.trainjob, out, target.trainer_version, target.signatures)
                 code = 0
             except BrokenPipeError:
                 code = 0
@@ -279,7 +284,7 @@ class BundleLoader(Loader):
 
                     self._archive = bundle_dir(bundle)
                     self._extracted = self._archive.__enter__()
-                self._run = _Run(bundle, self._extracted, self.target.trainjob, fork=fork)
+                self._run = _Run(self.target, self._extracted, fork=fork)
             return self._run
 
     def list_jobs(self) -> list[JobRow]:
@@ -350,7 +355,8 @@ class LiveLoader(Loader):
             name = (snap.meta.get("target") or {}).get("name") or None
             ns = (snap.meta.get("target") or {}).get("namespace")
             wanted = f"{ns}/{name}" if ns and name else (name or key)
-            return build_view(diagnose_snapshot(snap, wanted))
+            t = self.target
+            return build_view(diagnose_snapshot(snap, wanted, t.trainer_version, list(t.signatures)))
 
 
 def make_loader(target: Target) -> Loader:

@@ -16,6 +16,8 @@ class Target:
     context: str | None = None
     kubeconfig: str | None = None
     timeout: float = 15.0
+    trainer_version: str | None = None  # --trainer-version, for the engine
+    signatures: tuple[Path, ...] = ()  # --signatures, extra log signature directories
 
     @property
     def live(self) -> bool:
