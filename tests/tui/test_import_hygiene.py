@@ -137,7 +137,11 @@ READER_FIRST = textwrap.dedent(
         seen["textual_before_start"] = "textual" in sys.modules
         start(self)
         seen["forked"] = self._run is not None and self._run.pid is not None
-        time.sleep(1.0)  # the child has sent its frames by now: nobody asked, so none is unpickled
+        end = time.monotonic() + 30
+        while not self._run._backlog and time.monotonic() < end:  # the child sends its first frames
+            time.sleep(0.01)
+        time.sleep(0.2)  # time enough for an eager reader to unpickle what came
+        seen["frames_came"] = bool(self._run._backlog)
         seen["unpickled_unasked"] = self._run.rows is not None or "ckpt_doctor.tui.model" in sys.modules
         raise Stop
 
@@ -163,7 +167,13 @@ def test_the_bundle_reader_starts_before_textual_and_holds_its_frames_until_aske
     out = subprocess.run([sys.executable, "-c", READER_FIRST], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])
-    assert seen == {"textual_before_start": False, "forked": True, "unpickled_unasked": False, "closed": True}
+    assert seen == {
+        "textual_before_start": False,
+        "forked": True,
+        "frames_came": True,
+        "unpickled_unasked": False,
+        "closed": True,
+    }
 
 
 @pytest.mark.parametrize(

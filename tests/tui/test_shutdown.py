@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from ckpt_doctor.errors import InputError
-from ckpt_doctor.tui.source import make_loader
+from ckpt_doctor.tui.source import Superseded, make_loader
 from ckpt_doctor.tui.target import Target
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "lexical-sort-older"
@@ -23,8 +23,8 @@ def test_close_while_reading_wakes_waiters_without_a_traceback() -> None:
 
             def waiter(run=run) -> None:
                 try:
-                    run.wait(lambda: False)  # only `finished` (or a fatal error) can end this wait
-                except InputError:
+                    run.wait(lambda: False)  # only the stop (or a fatal error) can end this wait
+                except (InputError, Superseded):
                     pass
 
             t = threading.Thread(target=waiter)

@@ -3,14 +3,19 @@ a preview first, then everything; archives; errors that say what is wrong."""
 
 from __future__ import annotations
 
+import os
+import pickle
 import tarfile
+import tempfile
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ckpt_doctor.errors import InputError
-from ckpt_doctor.tui.source import BundleLoader
+from ckpt_doctor.tui.source import BundleLoader, Superseded, _Run
 from ckpt_doctor.tui.target import Target
 from tests.tui.conftest import EXAMPLES, NAME, NS
 
@@ -115,21 +120,117 @@ def test_trainer_version_and_signatures_reach_the_bundle_child(tmp_path: Path) -
             loader.close()
 
 
+FORKED = """
+import json, sys
+from pathlib import Path
+from ckpt_doctor.tui.source import BundleLoader, Superseded, _Run
+from ckpt_doctor.tui.target import Target
+
+target = Target(bundle=Path(sys.argv[1]), trainer_version="v2.0.1", signatures=(Path(sys.argv[2]),))
+loader = BundleLoader(target)
+loader.start()  # one thread here: a fork
+try:
+    view = loader.load_complete(loader.list_jobs()[0].key)
+    print(json.dumps({"forked": loader._run.pid is not None, "version": view.version,
+                      "signatures": sorted(s.id for s in view.signatures)}))
+finally:
+    loader.close()
+"""
+
+
 def test_trainer_version_and_signatures_reach_a_forked_child(tmp_path: Path) -> None:
-    import io
-    import pickle
+    import json
+    import subprocess
+    import sys
 
-    from ckpt_doctor.tui.bundleproc import serve
+    from tests.tui.conftest import ROOT
 
-    target = engine_flags_target(tmp_path)
-    out = io.BytesIO()
-    assert target.bundle is not None
-    serve(target.bundle, None, None, out, target.trainer_version, target.signatures)  # what the fork runs
-    data, frames = out.getvalue(), []
-    while data:
-        n = int.from_bytes(data[:8], "big")
-        frames.append(pickle.loads(data[8 : 8 + n]))
-        data = data[8 + n :]
-    full = next(f[2] for f in frames if f[0] == "full")
-    assert full.version.startswith("v2.0 ")
-    assert "team-saved" in {s.id for s in full.signatures}
+    target = engine_flags_target(tmp_path)  # run in a fresh, single-threaded interpreter: forking is safe
+    argv = [sys.executable, "-c", FORKED, str(target.bundle), str(target.signatures[0])]
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["forked"] is True
+    assert got["version"].startswith("v2.0 ")
+    assert "team-saved" in got["signatures"]
+
+
+def fake_child() -> tuple[_Run, int]:
+    """A `_Run` listening on a pipe the test writes frames into (no child process)."""
+    r, w = os.pipe()
+    run = _Run.__new__(_Run)
+    run.stderr, run.proc, run.pid = tempfile.TemporaryFile(), None, None
+    run.stdout = os.fdopen(r, "rb")
+    run._listen()
+    return run, w
+
+
+def frame(*parts: object) -> bytes:
+    data = pickle.dumps(parts)
+    return len(data).to_bytes(8, "big") + data
+
+
+def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "never happened"
+        time.sleep(0.005)
+
+
+def test_frames_wait_as_bytes_until_asked_then_only_as_many_as_the_question_needs() -> None:
+    run, w = fake_child()
+    try:
+        os.write(w, frame("rows", ["a"]) + frame("view", "a", "preview") + frame("full", "a", "everything"))
+        until(lambda: len(run._backlog) == 3)  # all read; the reader now blocks on the open pipe
+        assert run.rows is None and run.views == {}  # nobody asked: nothing unpickled
+        run.wait(lambda: run.rows is not None)
+        assert run.rows == ["a"] and len(run._backlog) == 2  # the views wait for a question about them
+        run.wait(lambda: "a" in run.views)
+        assert run.views == {"a": "preview"} and len(run._backlog) == 1
+    finally:
+        os.close(w)
+    run.wait(lambda: run.views.get("a") == "everything")  # the end of the stream: the rest is taken
+    until(lambda: run.finished)
+    assert run._backlog == []
+
+
+def test_a_stream_that_ends_before_anyone_asks_is_kept_for_the_first_question() -> None:
+    run, w = fake_child()
+    os.write(w, frame("rows", ["a"]) + frame("done"))
+    os.close(w)
+    time.sleep(0.2)
+    assert not run.finished and run.rows is None  # held, not judged "failed" for lack of rows
+    run.wait(lambda: run.rows is not None)
+    until(lambda: run.finished)
+    assert run.rows == ["a"] and run.fatal is None
+
+
+def test_stop_wakes_a_waiter_with_superseded_and_drops_the_held_frames() -> None:
+    run, w = fake_child()
+    os.write(w, frame("rows", ["a"]))
+    until(lambda: len(run._backlog) == 1)
+    errors: list[BaseException] = []
+
+    def waiter() -> None:
+        try:
+            run.wait(lambda: "a" in run.views)  # never sent
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    time.sleep(0.1)
+    run.stop()
+    t.join(timeout=10)
+    os.close(w)
+    until(lambda: run.finished)
+    assert not t.is_alive() and len(errors) == 1 and isinstance(errors[0], Superseded)
+    assert run.fatal is None  # a stop is not a failure of the bundle
+
+
+def test_a_garbled_frame_held_until_asked_is_an_input_error() -> None:
+    run, w = fake_child()
+    os.write(w, (5).to_bytes(8, "big") + b"junk!")
+    os.close(w)
+    with pytest.raises(InputError, match="reading the bundle failed"):
+        run.wait(lambda: run.rows is not None)

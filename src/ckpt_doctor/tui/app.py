@@ -133,6 +133,7 @@ class DoctorApp(App[int]):
         self.current: str | None = target.qualified() if target.trainjob else None
         self.view: View | None = None
         self.rows: list[JobRow] | None = None
+        self.rows_failed = False  # the last listing of TrainJobs failed (the banner says why)
         self.busy = ""  # what is being loaded, for the banner
         self.error: str | None = None
         self.refreshed_at = ""
@@ -168,10 +169,14 @@ class DoctorApp(App[int]):
     # -- workers (threads) -----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="rows", exit_on_error=False)
     def _load_rows(self, reload: bool = False) -> None:
+        from ckpt_doctor.tui.source import Superseded
+
         try:
             if reload:
                 self.loader().reload()
             rows = self.loader().list_jobs()
+        except Superseded:  # a refresh started a newer reading; its worker reports
+            return
         except Exception as e:
             self.post_message(RowsLoaded(None, why(e)))
             return
@@ -179,19 +184,25 @@ class DoctorApp(App[int]):
 
     @work(thread=True, exclusive=True, group="view", exit_on_error=False)
     def _load_view(self, key: str, reload: bool = False, rows: bool = False) -> None:
+        from ckpt_doctor.tui.source import Superseded
+
         loader = self.loader()
         if reload:
             loader.reload()
-        if rows:
-            try:
-                self.post_message(RowsLoaded(loader.list_jobs(), None))
-            except Exception as e:
-                self.post_message(RowsLoaded(None, why(e)))
         try:
+            if rows:
+                try:
+                    self.post_message(RowsLoaded(loader.list_jobs(), None))
+                except Superseded:
+                    raise
+                except Exception as e:
+                    self.post_message(RowsLoaded(None, why(e)))
             view = loader.load(key)
             self.post_message(ViewLoaded(key, view, None))
             if not view.complete:  # a preview came first: the objects, events and report follow
                 self.post_message(ViewLoaded(key, loader.load_complete(key), None))
+        except Superseded:  # a refresh started a newer reading; its worker reports
+            return
         except Exception as e:
             self.post_message(ViewLoaded(key, None, why(e)))
 
@@ -215,12 +226,14 @@ class DoctorApp(App[int]):
         if msg.error:
             self.error = f"Could not list TrainJobs: {msg.error}"
             self.rows = self.rows or []
+            self.rows_failed = True
             self._status()
             for s in self._ready_screens(PickerScreen):
                 s.show_rows(self.rows, failed=True)
             return
         self.error = None if not self.current else self.error
         rows = msg.rows or []
+        self.rows_failed = False
         if self.view is not None:  # keep the verdict we already have
             rows = [self.view.row if r.key == self.view.key else r for r in rows]
         self.rows = rows

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -93,6 +93,11 @@ def _input_error(message: str) -> Exception:
     return InputError(message)
 
 
+class Superseded(Exception):
+    """The reading a worker waited on was stopped (a refresh started a new one, or the app is
+    closing): the worker drops its result."""
+
+
 class _Run:
     """One child process reading the bundle, and what it has sent so far.
 
@@ -121,6 +126,10 @@ class _Run:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr)
             assert self.proc.stdout is not None
             self.stdout = self.proc.stdout
+        self._listen()
+
+    def _listen(self) -> None:
+        """The state the child's frames fill in, and the thread that reads them from `stdout`."""
         self.cond = threading.Condition()
         self.rows: list[JobRow] | None = None
         self.views: dict[str, View] = {}
@@ -174,7 +183,9 @@ class _Run:
                     self._backlog.append(data)
                 if self.asked.is_set():
                     self._take()
-            if self._backlog:  # the stream ended before anyone asked: hold the frames until someone does
+            with self._taking:  # waits for a consumer still applying the last frame it took
+                pending = bool(self._backlog)
+            if pending:  # the stream ended before anyone asked: hold the frames until someone does
                 self.asked.wait()
                 self._take()
         except Exception as e:  # a truncated or garbled stream: say so instead of hanging
@@ -192,15 +203,21 @@ class _Run:
                 self.cond.notify_all()
             self.stderr.close()
 
-    def _take(self) -> None:
-        """Unpickle the frames read so far, in order, from whichever thread gets here first.
+    def _take(self, enough: Callable[[], bool] = lambda: False) -> None:
+        """Unpickle the frames read so far, in order, until `enough()` holds, from whichever thread
+        gets here (the reader, or a consumer in `wait`).
 
         Not before someone asks for a result: unpickling imports the engine's modules and holds the
-        GIL, which would delay the app's first frame; the bytes wait in `_backlog` until then."""
-        with self._taking:
-            while self._backlog and not self.stopped:
+        GIL, which would delay the app's first frame; the bytes wait in `_backlog` until then. One
+        frame per hold of the lock, so a consumer that needs only the rows or the small preview
+        does not wait for every full View behind it."""
+        while not enough():
+            with self._taking:
+                if not self._backlog or self.stopped:
+                    return
+                data = self._backlog.pop(0)
                 with quiet_gc():
-                    frame = pickle.loads(self._backlog.pop(0))
+                    frame = pickle.loads(data)
                 with self.cond:
                     if frame[0] == "rows":
                         self.rows = frame[1]
@@ -223,15 +240,18 @@ class _Run:
         except (OSError, ValueError):
             return []
 
-    def wait(self, ready: Any) -> None:
+    def wait(self, ready: Callable[[], bool]) -> None:
+        """Until `ready()` holds; raises InputError when the reading failed, Superseded when stopped."""
         self.asked.set()
         try:
-            self._take()  # frames that came before anyone asked
+            self._take(enough=ready)  # frames that came before anyone asked
         except Exception as e:
             with self.cond:
                 self.fatal = self.fatal or f"reading the bundle failed: {type(e).__name__}: {e}"
         with self.cond:
-            self.cond.wait_for(lambda: ready() or self.fatal is not None or self.finished)
+            self.cond.wait_for(lambda: ready() or self.fatal is not None or self.finished or self.stopped)
+            if self.stopped:
+                raise Superseded("a newer reading of the bundle replaced this one")
             if self.fatal is not None:
                 raise _input_error(self.fatal)
 
@@ -245,7 +265,9 @@ class _Run:
                 pass
 
     def stop(self) -> None:
-        self.stopped = True
+        with self.cond:  # waiters wake up and raise Superseded
+            self.stopped = True
+            self.cond.notify_all()
         self.asked.set()  # a reader holding frames for a consumer lets them go
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()

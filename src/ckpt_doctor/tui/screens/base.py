@@ -61,6 +61,12 @@ class Frame(Screen):
         self.setup()
         if self.lazy and self.focused is None:  # the screen's auto-focus ran before the body existed
             self.focus_next(self.AUTO_FOCUS or self.app.AUTO_FOCUS or "*")
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The screen's own keys act on its body: shown dimmed, and ignored, until it is mounted
+        (keys typed ahead while the first screen opens)."""
+        return True if self.ready else None
 
     def setup(self) -> None:
         """Fill the body from what the app has (called once, when the body is mounted)."""

@@ -39,7 +39,7 @@ class PickerScreen(ListFilter, Frame):
         self.app.theme_changed_signal.subscribe(self, lambda _: self._fill())
         rows = getattr(self.app, "rows", None)
         if rows is not None:
-            self.show_rows(rows, failed=bool(getattr(self.app, "error", None)) and not rows)
+            self.show_rows(rows, failed=getattr(self.app, "rows_failed", False))
         else:
             self.query_one("#picker-title", Static).update(
                 Content.styled(

@@ -184,7 +184,8 @@ class LineView(ScrollView, can_focus=True):
         if old is not source and old is not None:
             old.close()
         self._kinds.clear()
-        self._width = source.widest() or 0  # known up front, the scroll extent does not hang on what was drawn
+        # known up front, the scroll extent does not hang on which lines happened to be drawn
+        self._width = min(source.widest() or 0, MAX_CHARS)
         self.target, self.target_text = None, text
         self._pending = (line, text) if (line or text) else None
         if not keep:
