@@ -189,8 +189,7 @@ class _Run:
                 self.asked.wait()
                 self._take()
         except Exception as e:  # a truncated or garbled stream: say so instead of hanging
-            with self.cond:
-                self.fatal = self.fatal or f"reading the bundle failed: {type(e).__name__}: {e}"
+            self._garbled(e)
         try:
             self._wait()
             with self.cond:
@@ -233,6 +232,11 @@ class _Run:
                         self.fatal = frame[1]
                     self.cond.notify_all()
 
+    def _garbled(self, e: Exception) -> None:
+        """A frame could not be read or unpickled: the first such error is the reading's fate."""
+        with self.cond:
+            self.fatal = self.fatal or f"reading the bundle failed: {type(e).__name__}: {e}"
+
     def _stderr_tail(self) -> list[str]:
         try:
             self.stderr.seek(0)
@@ -246,8 +250,7 @@ class _Run:
         try:
             self._take(enough=ready)  # frames that came before anyone asked
         except Exception as e:
-            with self.cond:
-                self.fatal = self.fatal or f"reading the bundle failed: {type(e).__name__}: {e}"
+            self._garbled(e)
         with self.cond:
             self.cond.wait_for(lambda: ready() or self.fatal is not None or self.finished or self.stopped)
             if self.stopped:
