@@ -128,7 +128,7 @@ def build_scope(snap: Snapshot, trainjob: Obj | None, runtime: Obj | None = None
         )
         sc.jobs = [j for j in snap.of_kind("Job") if _same_ns(j, ns) and j.labels.get(JOBSET_NAME_LABEL) == name]
         sc.pods = [p for p in snap.of_kind("Pod") if _same_ns(p, ns) and p.labels.get(JOBSET_NAME_LABEL) == name]
-        sc.workloads = [w for w in snap.of_kind("Workload") if _same_ns(w, ns) and _owned_by(w, trainjob)]
+        sc.workloads = [w for w in snap.of_kind("Workload") if _same_ns(w, ns) and owned_by(w, trainjob)]
     _find_storage(sc, ns)
     sc.events = _events_for(sc, ns)
     return sc
@@ -138,7 +138,8 @@ def _same_ns(o: Obj, ns: str | None) -> bool:
     return ns is None or o.namespace in (None, ns)
 
 
-def _owned_by(o: Obj, owner: Obj | None) -> bool:
+def owned_by(o: Obj, owner: Obj | None) -> bool:
+    """`o` names `owner` in its ownerReferences (kind and name; uid too when both sides have one)."""
     if owner is None:
         return False
     for ref in o.meta.get("ownerReferences") or []:
@@ -152,7 +153,7 @@ def _owned_by(o: Obj, owner: Obj | None) -> bool:
 
 def _owned_by_or_unowned(o: Obj, owner: Obj | None) -> bool:
     refs = [r for r in o.meta.get("ownerReferences") or [] if isinstance(r, dict)]
-    return not refs or _owned_by(o, owner)
+    return not refs or owned_by(o, owner)
 
 
 def _find_runtime(sc: Scope) -> None:

@@ -140,13 +140,13 @@ def write_bundle(snap: Snapshot, out: str | Path, extra_files: Mapping[str, byte
     if not parent.is_dir():
         raise InputError("the directory to write into does not exist", str(parent))
     if is_archive(out):
-        _write_archive(files, out, _root_name(snap, out))
+        _write_archive(files, out, _root_name(out))
     else:
         _write_dir(files, out)
     return out
 
 
-def _root_name(snap: Snapshot, out: Path) -> str:
+def _root_name(out: Path) -> str:
     base = out.name
     for suf in ARCHIVE_SUFFIXES:
         if base.endswith(suf):

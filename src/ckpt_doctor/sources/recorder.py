@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
+from ckpt_doctor.scope import JOBSET_NAME_LABEL
 from ckpt_doctor.snapshot import Snapshot
 from ckpt_doctor.sources.live import (
     Api,
@@ -33,7 +34,6 @@ from ckpt_doctor.sources.live import (
     LogResult,
     Progress,
     gap_reason,
-    log_gap_name,
     window_content,
 )
 from ckpt_doctor.sources.live.kinds import EVENT, JOB, JOBSET, POD, TRAINJOB
@@ -154,8 +154,8 @@ class Recorder:
         watched: tuple[tuple[Kind, str | None, str | None], ...] = (
             (TRAINJOB, None, f"metadata.name={self.name}"),
             (JOBSET, None, f"metadata.name={self.name}"),
-            (JOB, f"jobset.sigs.k8s.io/jobset-name={self.name}", None),
-            (POD, f"jobset.sigs.k8s.io/jobset-name={self.name}", None),
+            (JOB, f"{JOBSET_NAME_LABEL}={self.name}", None),
+            (POD, f"{JOBSET_NAME_LABEL}={self.name}", None),
             (EVENT, None, None),
         )
         try:  # from the first thread started: Ctrl-C anywhere below still shuts down and keeps the record
@@ -401,12 +401,9 @@ class Recorder:
             for n, older in enumerate(seen[:-2]):
                 content = older.window.result(pod, container, False).content or b""
                 extra[f"recorded-logs/{pod}/{container}.instance-{n}.log"] = content
-        self._refresh_missing_logs(out, pods)
         with ThreadPoolExecutor(max_workers=self.collector.workers) as pool:
-            try:
-                self.collector.read_storage(pool, out)
-            except CallError:
-                pass
+            self._refresh_missing_logs(pool, out, pods)
+            self.collector.read_storage(pool, out)  # says what it could not read in out's gaps
         self.collector.keep_events(out)
         snap = self.collector.snapshot(out)
         snap.meta["recorded"] = {
@@ -416,7 +413,7 @@ class Recorder:
         }
         return snap, extra
 
-    def _refresh_missing_logs(self, out: Collected, pods: dict[str, dict[str, Any]]) -> None:
+    def _refresh_missing_logs(self, pool: ThreadPoolExecutor, out: Collected, pods: dict[str, dict[str, Any]]) -> None:
         """Pods still there whose current instance was never followed (it ran and ended between events)."""
         from ckpt_doctor.sources.live import container_instances
 
@@ -428,14 +425,8 @@ class Recorder:
             for c, prev in container_instances(p)
             if (name, c, prev) not in out.logs
         ]
-        if not todo:
-            return
-        with ThreadPoolExecutor(max_workers=self.collector.workers) as pool:
-            for res in pool.map(lambda t: self.collector.logs.read(self.namespace, *t), todo):
-                if res.gap:
-                    out.gap(log_gap_name(res.pod, res.container, res.previous), res.gap)
-                if res.head is not None:
-                    out.logs[(res.pod, res.container, res.previous)] = res
+        for res in pool.map(lambda t: self.collector.logs.read(self.namespace, *t), todo):
+            out.keep_log(res)
 
 
 def _close(resp: Any) -> None:

@@ -10,7 +10,7 @@ from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.attempts import Run
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import compare
-from ckpt_doctor.scope import event_fields
+from ckpt_doctor.scope import REPLICATED_JOB_LABEL, event_fields
 
 WEBHOOK_DENIAL = re.compile(
     r'admission webhook "(?:validator\.trainjob\.trainer\.kubeflow\.org|'
@@ -142,7 +142,7 @@ def overrides_not_applied(facts: Facts, rule: Rule) -> Result:
     num = want.get("numNodes")
     if isinstance(num, int) and facts.scope.jobs:
         names = facts.scope.trainer_job_names()
-        trainer_jobs = [j for j in facts.scope.jobs if j.labels.get("jobset.sigs.k8s.io/replicatedjob-name") in names]
+        trainer_jobs = [j for j in facts.scope.jobs if j.labels.get(REPLICATED_JOB_LABEL) in names]
         par = sum(int(j.spec.get("parallelism") or 1) for j in trainer_jobs if not j.status.get("failed"))
         latest = [j for j in trainer_jobs if j.created == max((x.created for x in trainer_jobs), default="")]
         par = sum(int(j.spec.get("parallelism") or 1) for j in latest)

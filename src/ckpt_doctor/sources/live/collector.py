@@ -18,8 +18,9 @@ from typing import Any
 
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
-from ckpt_doctor.scope import JOBSET_NAME_LABEL, Scope, claim_names, replicated_jobs
+from ckpt_doctor.scope import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL, Scope, claim_names, owned_by, replicated_jobs
 from ckpt_doctor.snapshot import Gap, LogRef, Obj, Snapshot
+from ckpt_doctor.sources.bundle_write import FILE_NAMES
 from ckpt_doctor.sources.live.client import Api, CallError, Cluster, connect, gap_reason, kind_words
 from ckpt_doctor.sources.live.kinds import (
     CLUSTERTRAININGRUNTIME,
@@ -80,6 +81,13 @@ class Collected:
     def gap(self, what: str, reason: str) -> None:
         if not any(g.what == what and g.reason == reason for g in self.gaps):
             self.gaps.append(Gap(what, reason))
+
+    def keep_log(self, res: LogResult) -> None:
+        """One container log read: its gap, if any, and what was read."""
+        if res.gap:
+            self.gap(log_gap_name(res.pod, res.container, res.previous), res.gap)
+        if res.head is not None:
+            self.logs[(res.pod, res.container, res.previous)] = res
 
 
 class Collector:
@@ -298,10 +306,7 @@ class Collector:
                 self.progress.advance()
 
         for res in pool.map(one, todo):
-            if res.gap:
-                out.gap(log_gap_name(res.pod, res.container, res.previous), res.gap)
-            if res.head is not None:
-                out.logs[(res.pod, res.container, res.previous)] = res
+            out.keep_log(res)
 
     def keep_events(self, out: Collected) -> None:
         """Events about this TrainJob's objects: matched on kind, namespace, name and (when known) uid."""
@@ -320,7 +325,7 @@ class Collector:
             for o in out.objects.get(k, []):
                 rjobs |= {str(rj.get("name")) for rj in replicated_jobs(Obj(o)) if rj.get("name")}
         for o in out.objects.get("Pod", []) + out.objects.get("Job", []):
-            rj = ((o.get("metadata") or {}).get("labels") or {}).get("jobset.sigs.k8s.io/replicatedjob-name")
+            rj = ((o.get("metadata") or {}).get("labels") or {}).get(REPLICATED_JOB_LABEL)
             if rj:
                 rjobs.add(str(rj))
         rjobs.discard("None")
@@ -350,7 +355,7 @@ class Collector:
 
     # -- the Snapshot -----------------------------------------------------------------------------
     def snapshot(self, out: Collected) -> Snapshot:
-        return build_snapshot(out, self.cluster, self.namespace, self.name, self.logs.head_bytes)
+        return build_snapshot(out, self.cluster, self.namespace, self.name)
 
 
 def _done(value: Any) -> Future[Any]:
@@ -364,14 +369,9 @@ def _rjobs(jobset_spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _owned_by(o: dict[str, Any], owner: dict[str, Any]) -> bool:
-    uid = (owner.get("metadata") or {}).get("uid")
-    name = (owner.get("metadata") or {}).get("name")
-    for ref in (o.get("metadata") or {}).get("ownerReferences") or []:
-        same = isinstance(ref, dict) and ref.get("kind") == owner.get("kind") and ref.get("name") == name
-        if same and (not uid or not ref.get("uid") or ref.get("uid") == uid):
-            return True
-    labels = (o.get("metadata") or {}).get("labels") or {}
-    return bool(uid) and labels.get("kueue.x-k8s.io/job-uid") == uid
+    """Owned by reference, or (a Kueue Workload) labelled with the owner's uid."""
+    obj, by = Obj(o), Obj(owner)
+    return owned_by(obj, by) or (bool(by.uid) and obj.labels.get("kueue.x-k8s.io/job-uid") == by.uid)
 
 
 def _image_version(deployment: dict[str, Any]) -> str:
@@ -413,32 +413,17 @@ def _configmap_refs(pods: Sequence[Obj], runtime: Obj | None) -> set[str]:
     return names
 
 
-ORDER = (
-    "TrainJob",
-    "TrainingRuntime",
-    "ClusterTrainingRuntime",
-    "ConfigMap",
-    "JobSet",
-    "Job",
-    "Pod",
-    "Event",
-    "PersistentVolumeClaim",
-    "PersistentVolume",
-    "StorageClass",
-    "Node",
-    "Workload",
-)
+ORDER = tuple(FILE_NAMES)  # a snapshot lists the kinds in the order a bundle does
 
 
-def build_snapshot(out: Collected, cluster: Cluster, namespace: str, name: str, head_bytes: int) -> Snapshot:
+def build_snapshot(out: Collected, cluster: Cluster, namespace: str, name: str) -> Snapshot:
     snap = Snapshot(source="live", location=f"{cluster.context or cluster.server}:{namespace}/{name}")
     for kind in sorted(out.objects, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
         snap.extend(Obj(o) for o in out.objects[kind])
-    pod_ns = {str(p["metadata"]["name"]): namespace for p in out.objects.get("Pod", [])}
     for (pod, container, previous), res in out.logs.items():
         content = res.content or b""
         snap.logs[(pod, container, previous)] = LogRef(
-            pod, container, previous, head=content, size=len(content), namespace=pod_ns.get(pod, namespace)
+            pod, container, previous, head=content, size=len(content), namespace=namespace
         )
     snap.not_collected = list(out.gaps)
     clus: dict[str, Any] = {"context": cluster.context, "server": cluster.server}
