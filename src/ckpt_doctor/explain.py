@@ -15,6 +15,7 @@ from typing import Any
 
 from ckpt_doctor.engine.catalogue import default_rules
 from ckpt_doctor.engine.checks import snippet
+from ckpt_doctor.engine.checks.runtime import FIELD_VERSIONS
 from ckpt_doctor.engine.model import Finding, Result
 from ckpt_doctor.engine.walk import Diagnosis, evaluate
 from ckpt_doctor.facts.context import Facts
@@ -32,14 +33,7 @@ VERSION_FIELDS = {
     "runtimePatches": "Trainer v2.2+",
 }
 # override fields that exist only in some Trainer versions (an unknown one means another version)
-VERSIONED = (
-    "podSpecOverrides",
-    "podTemplateOverrides",
-    "runtimePatches",
-    "labels",
-    "annotations",
-    "activeDeadlineSeconds",
-)
+VERSIONED = tuple(FIELD_VERSIONS)
 UNKNOWN_FIELD_FIX = {
     "podSpecOverrides": "The cluster runs a Trainer newer than v2.0: write the overrides as spec.podTemplateOverrides "
     "(v2.1) or spec.runtimePatches (v2.2+); `ckpt-doctor lint --fix --trainer-version v2.3 FILE` converts them",

@@ -16,21 +16,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ckpt_doctor.engine.model import CONFIDENCE, Finding, Result, severity_rank
-from ckpt_doctor.engine.walk import Diagnosis, evaluate
+from ckpt_doctor.engine.model import Finding, Result, severity_rank
+from ckpt_doctor.engine.walk import STATUS_ORDER, Diagnosis, evaluate, strength
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import find_trainer_job, override_pod_patches
 from ckpt_doctor.facts.versions import KNOWN, NEWEST, TrainerVersion, normalise, trainer_version
-from ckpt_doctor.scope import ANCESTOR_LABEL, Scope, build_scope, claim_names, trainjobs
+from ckpt_doctor.scope import ANCESTOR_LABEL, RUNTIME_KINDS, Scope, build_scope, claim_names, trainjobs
 from ckpt_doctor.snapshot import TRAINER_GROUP, Obj, Origin
 from ckpt_doctor.sources.manifests import ManifestSet, key_line, load_manifests, resolve_path, snippet_line
 
-RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 # Built-in ClusterTrainingRuntimes whose shape is known well enough to judge a TrainJob that uses
 # them without the runtime among the files (trainer-api.md §10): the trainer replicated job
 # `node` with the ancestor label and a container `node`, no failurePolicy, no volumes.
 BUILTIN_RUNTIMES = ("torch-distributed",)
-_STATUS_ORDER = {"fail": 0, "not_evaluated": 1, "pass": 2}
 NOTHING_TO_JUDGE = "no TrainJob, TrainingRuntime or ClusterTrainingRuntime among the files"
 
 
@@ -412,7 +410,7 @@ def lint_manifests(mset: ManifestSet, version_flag: str | None = None) -> LintRe
             if key not in merged:
                 order.append(key)
                 merged[key] = placed
-            elif _STATUS_ORDER[placed.status] < _STATUS_ORDER[merged[key].status]:
+            elif STATUS_ORDER[placed.status] < STATUS_ORDER[merged[key].status]:
                 merged[key] = placed
     findings = [merged[k] for k in order]
     findings.sort(key=_sort_key)
@@ -420,7 +418,7 @@ def lint_manifests(mset: ManifestSet, version_flag: str | None = None) -> LintRe
     _prime_version(summary, version)
     latent = sorted(
         (f for f in findings if f.rule.kind == "cause" and f.status == "fail"),
-        key=lambda f: (CONFIDENCE.get(f.result.confidence, 0), severity_rank(f.rule.severity), len(f.result.evidence)),
+        key=strength,
         reverse=True,
     )
     diag = Diagnosis(summary, findings, [], latent)
@@ -430,7 +428,7 @@ def lint_manifests(mset: ManifestSet, version_flag: str | None = None) -> LintRe
 def _sort_key(f: Finding) -> tuple[Any, ...]:
     s = f.result.subject or {}
     return (
-        _STATUS_ORDER[f.status],
+        STATUS_ORDER[f.status],
         -severity_rank(f.rule.severity),
         0 if f.rule.kind == "symptom" else 1,
         f.rule.id,

@@ -17,6 +17,7 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 TRAINER_CONTAINER = "node"
 
 

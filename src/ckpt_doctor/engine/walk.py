@@ -74,15 +74,16 @@ class Diagnosis:
         }
 
 
-def _strength(f: Finding) -> tuple[int, int, int]:
+def strength(f: Finding) -> tuple[int, int, int]:
+    """How strongly a failed finding makes its case: confidence, then severity, then evidence."""
     return (CONFIDENCE.get(f.result.confidence, 0), severity_rank(f.rule.severity), len(f.result.evidence))
 
 
-_ORDER = {"fail": 0, "not_evaluated": 1, "pass": 2}
+STATUS_ORDER = {"fail": 0, "not_evaluated": 1, "pass": 2}  # failed first, then not evaluated
 
 
 def _sort_key(f: Finding) -> tuple[Any, ...]:
-    return (_ORDER[f.status], -severity_rank(f.rule.severity), 0 if f.rule.kind == "symptom" else 1, f.rule.id)
+    return (STATUS_ORDER[f.status], -severity_rank(f.rule.severity), 0 if f.rule.kind == "symptom" else 1, f.rule.id)
 
 
 def evaluate(facts: Facts, rules: list[Rule] | None = None, graph: nx.DiGraph | None = None) -> Diagnosis:
@@ -143,7 +144,7 @@ def _one_per_subject(res: list[Result]) -> list[Result]:
     for r in res:
         s = r.subject or {}
         key = (s.get("kind"), s.get("namespace"), s.get("name"), s.get("file"))
-        if key not in best or _ORDER[r.status] < _ORDER[best[key].status]:
+        if key not in best or STATUS_ORDER[r.status] < STATUS_ORDER[best[key].status]:
             best[key] = r
     return list(best.values())
 
@@ -163,12 +164,12 @@ def _walk(diag: Diagnosis, g: nx.DiGraph) -> None:
             causes += failing
             if not failing and any(x.status == "not_evaluated" for x in fs):
                 unexplored.append(cid)
-        causes.sort(key=_strength, reverse=True)
+        causes.sort(key=strength, reverse=True)
         explained |= {c.rule.id for c in causes}
         diag.verdict.append(Explanation(f, causes, sorted(unexplored)))
     diag.verdict.sort(key=lambda e: (-severity_rank(e.symptom.rule.severity), e.symptom.rule.id))
     diag.latent = sorted(
         (f for f in diag.findings if f.rule.kind == "cause" and f.status == "fail" and f.rule.id not in explained),
-        key=_strength,
+        key=strength,
         reverse=True,
     )

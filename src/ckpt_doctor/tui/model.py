@@ -369,7 +369,8 @@ def _rule_graph():
 
 
 def _rule_status(diag: Diagnosis) -> dict[str, str]:
-    order = {"fail": 0, "not_evaluated": 1, "pass": 2}
+    from ckpt_doctor.engine.walk import STATUS_ORDER as order
+
     out: dict[str, str] = {}
     for f in diag.findings:
         cur = out.get(f.rule.id)
@@ -382,6 +383,8 @@ def graph_paths(rule_id: str, kind: str, status: dict[str, str]) -> list[list[tu
     """Paths cause → … → symptom through this rule, failing ones first."""
     import networkx as nx
 
+    from ckpt_doctor.engine.walk import STATUS_ORDER as rank
+
     g = _rule_graph()
     if rule_id not in g:
         return []
@@ -393,7 +396,6 @@ def graph_paths(rule_id: str, kind: str, status: dict[str, str]) -> list[list[tu
         src, dst = (other, rule_id) if kind == "symptom" else (rule_id, other)
         path = nx.shortest_path(g, src, dst)
         paths.append([(n, status.get(n, "not_evaluated")) for n in path])
-    rank = {"fail": 0, "not_evaluated": 1, "pass": 2}
     paths.sort(key=lambda p: (max(rank[s] for _, s in p), [rank[s] for _, s in p], [n for n, _ in p]))
     return paths
 

@@ -9,7 +9,8 @@ from ckpt_doctor.engine.checks import absence, check, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import compare, trainer_rjob_index
-from ckpt_doctor.scope import ANCESTOR_LABEL, TRAINER_CONTAINER, replicated_jobs
+from ckpt_doctor.scope import ANCESTOR_LABEL, RUNTIME_KINDS, TRAINER_CONTAINER, replicated_jobs
+from ckpt_doctor.snapshot import TRAINER_GROUP
 
 RESERVED = ("node", "dataset-initializer", "model-initializer")
 ENV_DENIAL = "must not have envs for the dataset-initializer, model-initializer, node containers"
@@ -145,8 +146,7 @@ def override_field_unsupported(facts: Facts, rule: Rule) -> Result:
     if facts.mode == "explain-error":
         text = facts.error_text or ""
         m = re.search(
-            r'unknown field "(spec\.(?:podTemplateOverrides|podSpecOverrides|runtimePatches|labels|'
-            r'annotations|activeDeadlineSeconds)[^"]*)"',
+            rf'unknown field "(spec\.(?:{"|".join(FIELD_VERSIONS)})[^"]*)"',
             text,
         )
         if m:
@@ -328,9 +328,6 @@ def backoff_limit_fights_restarts(facts: Facts, rule: Rule) -> Result:
     return ok(subj, f"backoffLimit is {bl}: failures go straight to the JobSet restart")
 
 
-RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
-
-
 @check("runtime-ref-unresolved")
 def runtime_ref_unresolved(facts: Facts, rule: Rule) -> Result:
     sc = facts.scope
@@ -343,11 +340,11 @@ def runtime_ref_unresolved(facts: Facts, rule: Rule) -> Result:
     name, kind, group = ref.get("name"), ref.get("kind") or "ClusterTrainingRuntime", ref.get("apiGroup")
     if not name:
         return fail(tj.subject(), [absence("spec.runtimeRef.name", tj.ref())], "the TrainJob names no runtime")
-    if kind not in RUNTIME_KINDS or (group and group != "trainer.kubeflow.org"):
+    if kind not in RUNTIME_KINDS or (group and group != TRAINER_GROUP):
         return fail(
             tj.subject(),
             [field_ev(tj.ref(), "spec.runtimeRef", ref)],
-            f"runtimeRef {group or 'trainer.kubeflow.org'}/{kind} is not a Trainer runtime kind: "
+            f"runtimeRef {group or TRAINER_GROUP}/{kind} is not a Trainer runtime kind: "
             "the webhook answers `unsupported runtime`",
             fix="Set spec.runtimeRef.apiGroup: trainer.kubeflow.org and kind: TrainingRuntime or "
             "ClusterTrainingRuntime",
