@@ -25,6 +25,7 @@ from ckpt_doctor.fix.yamledit import (
     append_items,
     detect_style,
     ensure_path,
+    indent_width,
     insert_at,
     insert_entry,
     insert_seq_block,
@@ -375,7 +376,7 @@ def exec_trainer(text: str, subject: dict[str, Any], finding: Finding, version: 
     if isinstance(value, LiteralScalarString):
         script_lines = script.split("\n")
         k0 = next(k for k, s in enumerate(script_lines) if s.strip())
-        indent = _ind(lines[vline + k0]) - _ind(script_lines[k0])
+        indent = indent_width(lines[vline + k0]) - indent_width(script_lines[k0])
         row, col = vline + cmd.line, indent + cmd.col
     else:
         if "\n" in script:
@@ -395,10 +396,6 @@ def exec_trainer(text: str, subject: dict[str, Any], finding: Finding, version: 
     if expected not in after:
         raise NotMechanical("adding exec would change more than the command")
     return new
-
-
-def _ind(s: str) -> int:
-    return len(s) - len(s.lstrip(" "))
 
 
 def _with_exec(script: str, line: int, col: int) -> str:

@@ -21,6 +21,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from ckpt_doctor.sources.manifests import rt_yaml
+
 
 class NotMechanical(Exception):
     """The fix needs a judgement call; the reason says what to do by hand."""
@@ -33,10 +35,8 @@ class Style:
 
 
 def parse(text: str) -> list[Any]:
-    y = YAML(typ="rt")
-    y.allow_duplicate_keys = True
-    y.preserve_quotes = True
-    return [d for d in y.load_all(text)]
+    """The documents of `text` as round-trip nodes, read the way manifests are (see rt_yaml)."""
+    return list(rt_yaml().load_all(text))
 
 
 def detect_style(docs: list[Any]) -> Style:
@@ -92,7 +92,8 @@ def render_items(items: list[Any], style: Style) -> list[str]:
     return [ln[cut:] if ln[:cut].strip() == "" else ln for ln in lines]
 
 
-def _indent(line: str) -> int:
+def indent_width(line: str) -> int:
+    """How many spaces `line` starts with."""
     return len(line) - len(line.lstrip(" "))
 
 
@@ -118,7 +119,7 @@ def span(lines: list[str], line: int, col: int, dashes_at_col: bool = False) -> 
         if not st:
             i += 1
             continue
-        ind = _indent(s)
+        ind = indent_width(s)
         if ind == 0 and (st in ("---", "...") or st.startswith("--- ")):
             break
         if st.startswith("#"):
@@ -154,7 +155,7 @@ def _on_dash_line(lines: list[str], line: int, col: int) -> bool:
 
 def _comment_lead(lines: list[str], line: int, col: int) -> int:
     """Move `line` up over the comment lines at `col` that introduce it."""
-    while line > 0 and lines[line - 1].strip().startswith("#") and _indent(lines[line - 1]) == col:
+    while line > 0 and lines[line - 1].strip().startswith("#") and indent_width(lines[line - 1]) == col:
         line -= 1
     return line
 
@@ -303,7 +304,7 @@ def shift(block: list[str], delta: int) -> list[str]:
         elif delta >= 0:
             out.append(" " * delta + ln)
         else:
-            if _indent(ln) < -delta:
+            if indent_width(ln) < -delta:
                 raise NotMechanical("the block cannot be moved left that far")
             out.append(ln[-delta:])
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ckpt_doctor.engine.checks import absence, check, event_ev, field_ev
 from ckpt_doctor.engine.checks.symptoms import volume_events
@@ -11,6 +11,10 @@ from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.program import texts
 from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs
 from ckpt_doctor.scope import claim_names
+
+if TYPE_CHECKING:
+    from ckpt_doctor.facts.attempts import Run
+    from ckpt_doctor.facts.logs import LogEvent
 
 RWO = {"ReadWriteOnce", "ReadWriteOncePod"}
 
@@ -95,7 +99,7 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
         )
     # from logs: attempts saving into different directories
     h = facts.history
-    first_dir: dict[str, tuple[object, object]] = {}
+    first_dir: dict[str, tuple[Run, LogEvent]] = {}
     for r in h.runs:
         for e in r.saves():
             if not e.path:
@@ -103,14 +107,14 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
             d = _parent_dir(e.path)
             if first_dir and d not in first_dir:
                 (sr, se) = next(iter(first_dir.values()))
-                if sr.attempt < r.attempt:  # type: ignore[attr-defined]
+                if sr.attempt < r.attempt:
                     return fail(
                         facts.subject(),
                         [
-                            se.evidence(sr.log.ref, sr.attempt),  # type: ignore[attr-defined]
+                            se.evidence(sr.log.ref, sr.attempt),
                             e.evidence(r.log.ref, r.attempt),
-                        ],  # type: ignore[union-attr]
-                        f"attempt {sr.attempt} saved under {next(iter(first_dir))}, "  # type: ignore[attr-defined]
+                        ],
+                        f"attempt {sr.attempt} saved under {next(iter(first_dir))}, "
                         f"attempt {r.attempt} under {d}",
                     )
             first_dir.setdefault(d, (r, e))
