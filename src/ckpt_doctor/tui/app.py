@@ -129,7 +129,6 @@ class DoctorApp(App[int]):
         self.auto = bool(refresh_every)
         self.export_dir = export_dir or Path.cwd()
         self._loader = loader
-        self._own_loader = loader is None
         self.current: str | None = target.qualified() if target.trainjob else None
         self.view: View | None = None
         self.rows: list[JobRow] | None = None
@@ -525,14 +524,9 @@ class DoctorApp(App[int]):
             self._loader.close()
 
 
-def run(target: Target, refresh_every: float | None = None, loader: Loader | None = None) -> int:
-    """Run the app until it quits; `loader` (started or not) is closed on every way out."""
-    if loader is None:
-        from ckpt_doctor.tui.source import make_loader
-
-        loader = make_loader(target)
+def run(target: Target, refresh_every: float | None, loader: Loader) -> int:
+    """Run the app until it quits; `loader` (started by the caller) is closed on every way out."""
     try:
-        loader.start()
         code = DoctorApp(target, refresh_every, loader=loader).run()
     finally:
         loader.close()

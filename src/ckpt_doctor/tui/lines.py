@@ -133,13 +133,13 @@ class WindowLines(LineSource):
             self._tail = split_text(tail.decode("utf-8", "replace"))
             missing = f"{size - len(head) - len(tail):,} bytes" if size else "the middle"
             self._gap = f"⋯ {missing} of this log were not collected ⋯"
+        self._all = self._head + ([self._gap, *self._tail] if self._gap else [])  # joined once: lines() is per row
 
     def count(self) -> int:
-        return len(self._head) + (1 + len(self._tail) if self._gap else 0)
+        return len(self._all)
 
     def lines(self, start: int, n: int) -> list[str]:
-        every = self._head + ([self._gap, *self._tail] if self._gap else [])
-        return every[max(0, start) : max(0, start) + n]
+        return self._all[max(0, start) : max(0, start) + n]
 
     def number(self, i: int) -> str:
         return str(i + 1) if i < len(self._head) else ""

@@ -662,10 +662,12 @@ def build_tree(diag: Diagnosis) -> ObjNode:
 
 # -- attempts -----------------------------------------------------------------------------------
 def _primary(runs: list[Run]) -> Run:
+    from ckpt_doctor.facts.attempts import COMPLETION_INDEX  # built where the engine runs
+
     with_log = [r for r in runs if r.log is not None]
     pool = with_log or runs
     return min(
-        pool, key=lambda r: (r.pod.labels.get("batch.kubernetes.io/job-completion-index", "0") != "0", r.pod.name)
+        pool, key=lambda r: (r.pod.labels.get(COMPLETION_INDEX, "0") != "0", r.pod.name)
     )
 
 

@@ -42,9 +42,9 @@ class EventsScreen(ListFilter, DoctorScreen):
         *ListFilter.KEYS,
     ]
 
-    def __init__(self, select: tuple[str, str, str] | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.wanted = select
+        self.wanted: tuple[str, str, str] | None = None  # an event to select once shown
         self.warnings_only = False
         self.rows: list[EventRow] = []
 

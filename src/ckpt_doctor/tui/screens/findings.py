@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ckpt_doctor.tui.model import FindingView, View
+from ckpt_doctor.tui.model import STATUS_MARK, FindingView, View
 from ckpt_doctor.tui.screens.base import DoctorScreen
 from ckpt_doctor.tui.screens.filtering import ListFilter
 from ckpt_doctor.tui.widgets.filterbar import FilterBar
@@ -31,9 +31,9 @@ class FindingsScreen(ListFilter, DoctorScreen):
         Binding("e", "evidence", "Evidence"),
     ]
 
-    def __init__(self, select: str | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.wanted = select
+        self.wanted: str | None = None  # a finding to select once the view is shown
         self.shown: list[FindingView] = []
         self.current: FindingView | None = None
 
@@ -179,7 +179,7 @@ class FindingsScreen(ListFilter, DoctorScreen):
             for n, (rid, status) in enumerate(path):
                 if n:
                     gparts.append((" ──► ", var("foreground-muted")))
-                mark = {"fail": "✗", "pass": "✓"}.get(status, "?")
+                mark = STATUS_MARK.get(status, "?")
                 style = f"{var(STATUS_VAR[status])} {'bold' if rid == f.id else ''}"
                 gparts += [
                     (f"{mark} ", var(STATUS_VAR[status])),

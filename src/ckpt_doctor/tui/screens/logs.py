@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import Select, Static
 
+from ckpt_doctor.facts.attempts import COMPLETION_INDEX
 from ckpt_doctor.snapshot import LogKey
 from ckpt_doctor.tui.lines import source_for
 from ckpt_doctor.tui.model import LogEntry, View
@@ -16,8 +17,6 @@ from ckpt_doctor.tui.screens.filtering import LineSearch
 from ckpt_doctor.tui.widgets.filterbar import FilterBar
 from ckpt_doctor.tui.widgets.lineview import LineView
 from ckpt_doctor.tui.widgets.tone import var
-
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 def _size(n: int | None) -> str:
@@ -40,9 +39,9 @@ class LogsScreen(LineSearch, DoctorScreen):
         Binding("f", "follow", "Follow"),
     ]
 
-    def __init__(self, open: tuple[LogKey, int | None, str] | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.wanted = open
+        self.wanted: tuple[LogKey, int | None, str] | None = None  # a log line to open once shown
         self.entry: LogEntry | None = None
         self._options: list[LogEntry] = []
 
