@@ -1,4 +1,4 @@
 import os
 
 # a crash inside a check must fail the test, not turn into a not_evaluated finding
-os.environ.setdefault("CKPT_DOCTOR_DEBUG", "1")
+os.environ["CKPT_DOCTOR_DEBUG"] = "1"

@@ -50,6 +50,17 @@ def ts(minutes: float) -> str:
     return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def resumed_condition(minutes: float) -> dict[str, Any]:
+    """The TrainJob condition Kueue leaves when it resumes (admits) a suspended TrainJob, at T0 + MINUTES."""
+    return {
+        "type": "Suspended",
+        "status": "False",
+        "reason": "Resumed",
+        "message": "TrainJob is resumed",
+        "lastTransitionTime": ts(minutes),
+    }
+
+
 def uid(*parts: Any) -> str:
     h = hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"

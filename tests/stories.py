@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tests.scenario import Attempt, PodSpecKnobs, Scenario, convention_log, hf_log, megatron_log, ts
+from tests.scenario import Attempt, PodSpecKnobs, Scenario, convention_log, hf_log, megatron_log, resumed_condition, ts
 
 CK = "/mnt/ckpt/sft-resumable"
 
@@ -146,15 +146,7 @@ def weights_only() -> Scenario:
 
 def rwo_multi_attach() -> Scenario:
     s = Scenario()
-    s.tj_conditions = [
-        {
-            "type": "Suspended",
-            "status": "False",
-            "reason": "Resumed",
-            "message": "TrainJob is resumed",
-            "lastTransitionTime": ts(60),
-        }
-    ]
+    s.tj_conditions = [resumed_condition(60)]
     s.attempts = [
         Attempt(
             0,
@@ -233,15 +225,7 @@ def final_checkpoint_missing() -> Scenario:
         ],
     )
     s = Scenario(knobs=knobs)
-    s.tj_conditions = [
-        {
-            "type": "Suspended",
-            "status": "False",
-            "reason": "Resumed",
-            "message": "TrainJob is resumed",
-            "lastTransitionTime": ts(90),
-        }
-    ]
+    s.tj_conditions = [resumed_condition(90)]
     s.attempts = [
         Attempt(
             0,

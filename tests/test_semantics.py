@@ -10,7 +10,7 @@ from ckpt_doctor.facts.versions import trainer_version
 from ckpt_doctor.pipeline import diagnose_snapshot
 from ckpt_doctor.scope import build_scope, pick_trainjob
 from ckpt_doctor.sources.bundle import open_bundle
-from tests.scenario import Attempt, Scenario, convention_log, ts
+from tests.scenario import Attempt, Scenario, convention_log, resumed_condition, ts
 from tests.stories import CK, emptydir_fresh_start, healthy_resume
 
 
@@ -27,15 +27,7 @@ def test_kueue_admission_resume_is_not_a_restart(tmp_path: Path) -> None:
     """Kueue suspends at creation and resumes on admission: that Resumed condition is no interruption."""
     s = Scenario()
     s.labels = {"kueue.x-k8s.io/queue-name": "team-a-queue"}
-    s.tj_conditions = [
-        {
-            "type": "Suspended",
-            "status": "False",
-            "reason": "Resumed",
-            "message": "TrainJob is resumed",
-            "lastTransitionTime": ts(-1),
-        }
-    ]
+    s.tj_conditions = [resumed_condition(-1)]
     s.attempts = [Attempt(0, "gpu-node-a", convention_log(CK, 0, 90))]
     diag = diagnose(s, tmp_path)
     assert statuses(diag, "fresh-start-after-restart") == {"pass"}
@@ -44,15 +36,7 @@ def test_kueue_admission_resume_is_not_a_restart(tmp_path: Path) -> None:
 def test_kueue_preemption_is_a_restart(tmp_path: Path) -> None:
     s = Scenario()
     s.labels = {"kueue.x-k8s.io/queue-name": "team-a-queue"}
-    s.tj_conditions = [
-        {
-            "type": "Suspended",
-            "status": "False",
-            "reason": "Resumed",
-            "message": "TrainJob is resumed",
-            "lastTransitionTime": ts(30),
-        }
-    ]
+    s.tj_conditions = [resumed_condition(30)]
     s.workload = {
         "apiVersion": "kueue.x-k8s.io/v1beta1",
         "kind": "Workload",
@@ -106,15 +90,7 @@ def test_a_half_written_save_is_not_a_saved_step(tmp_path: Path) -> None:
     from tests.scenario import hf_log
 
     s = Scenario()
-    s.tj_conditions = [
-        {
-            "type": "Suspended",
-            "status": "False",
-            "reason": "Resumed",
-            "message": "TrainJob is resumed",
-            "lastTransitionTime": ts(60),
-        }
-    ]
+    s.tj_conditions = [resumed_condition(60)]
     first = hf_log(CK, 0, 300, save_every=100).rstrip("\n").rsplit("\n", 1)[0] + "\n"  # ends with 'Saving …300'
     s.attempts = [
         Attempt(0, "gpu-node-a", first, phase="Failed", exit_code=137, started=0),

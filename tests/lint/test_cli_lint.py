@@ -7,21 +7,17 @@ from pathlib import Path
 
 import jsonschema
 
-from tests.lint.conftest import FIXTURES, VARIANTS, findings_schema
+from tests.lint.conftest import FIXTURES, findings_schema, variant
 
 GOOD = FIXTURES / "v2.1" / "good"
 
 
-def _variant(name: str):
-    return next(v for v in VARIANTS if v.id == name)
-
-
 def test_exit_codes(tmp_path: Path, cli) -> None:
     assert cli("lint", str(GOOD))[0] == 0
-    grace = _variant("v2.1/grace-period").materialize(tmp_path / "a")  # a warning
+    grace = variant("v2.1/grace-period").materialize(tmp_path / "a")  # a warning
     assert cli("lint", str(grace))[0] == 1  # default --fail-on warning
     assert cli("lint", str(grace), "--fail-on", "error")[0] == 0
-    label = _variant("v2.1/ancestor-label-on-pod-template").materialize(tmp_path / "b")  # an error
+    label = variant("v2.1/ancestor-label-on-pod-template").materialize(tmp_path / "b")  # an error
     assert cli("lint", str(label), "--fail-on", "error")[0] == 1
     assert cli("lint", str(label), "--fail-on", "critical")[0] == 0
     assert cli("lint", str(label), "--fail-on", "critical", "--strict")[0] == 4
@@ -32,7 +28,7 @@ def test_exit_codes(tmp_path: Path, cli) -> None:
 
 
 def test_text_output_points_at_file_line_and_fix(tmp_path: Path, cli) -> None:
-    root = _variant("v2.1/env-in-pod-template-overrides").materialize(tmp_path)
+    root = variant("v2.1/env-in-pod-template-overrides").materialize(tmp_path)
     rc, out, _err = cli("lint", str(root))
     assert rc == 1
     assert "env-in-pod-template-overrides" in out
@@ -42,7 +38,7 @@ def test_text_output_points_at_file_line_and_fix(tmp_path: Path, cli) -> None:
 
 
 def test_json_subjects_carry_file_and_line(tmp_path: Path, cli) -> None:
-    root = _variant("v2.1/sigterm-heredoc").materialize(tmp_path)
+    root = variant("v2.1/sigterm-heredoc").materialize(tmp_path)
     rc, out, _err = cli("lint", str(root), "-o", "json")
     doc = json.loads(out)
     jsonschema.validate(doc, findings_schema())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ckpt_doctor.lint import lint_paths
-from tests.lint.conftest import VARIANTS
+from tests.lint.conftest import variant
 
 
 @dataclass
@@ -125,10 +125,6 @@ CASES = [
 ]
 
 
-def _variant(name: str):
-    return next(v for v in VARIANTS if v.id == name)
-
-
 def _changes(old: str, new: str) -> tuple[list[str], list[str]]:
     removed, added = [], []
     for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0):
@@ -148,7 +144,7 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.variant)
 def test_fix_round_trip(case: FixCase, tmp_path: Path, cli) -> None:
-    v = _variant(case.variant)
+    v = variant(case.variant)
     root = v.materialize(tmp_path)
     before = _snapshot(root)
     old = (root / case.file).read_text()
@@ -189,7 +185,7 @@ def test_fix_round_trip(case: FixCase, tmp_path: Path, cli) -> None:
 
 
 def test_conversion_keeps_the_checkpoint_mount(tmp_path: Path, cli) -> None:
-    v = _variant("v2.1/podtemplateoverrides-on-v2.3")
+    v = variant("v2.1/podtemplateoverrides-on-v2.3")
     root = v.materialize(tmp_path)
     cli("lint", str(root), "--fix", *v.flags)
     result = lint_paths([str(root)], "v2.3")
@@ -209,7 +205,7 @@ def test_conversion_keeps_the_checkpoint_mount(tmp_path: Path, cli) -> None:
     ],
 )
 def test_not_mechanical_leaves_files_alone(name: str, why: str, tmp_path: Path, cli) -> None:
-    v = _variant(name)
+    v = variant(name)
     root = v.materialize(tmp_path)
     before = _snapshot(root)
     rc, _out, err = cli("lint", str(root), "--fix", *v.flags)
@@ -219,7 +215,7 @@ def test_not_mechanical_leaves_files_alone(name: str, why: str, tmp_path: Path, 
 
 
 def test_several_fixes_in_one_file(tmp_path: Path, cli) -> None:
-    v = _variant("v2.1/sigterm-heredoc")
+    v = variant("v2.1/sigterm-heredoc")
     root = v.materialize(tmp_path)
     rt = root / "runtime.yaml"
     text = rt.read_text()
@@ -248,7 +244,7 @@ def test_several_fixes_in_one_file(tmp_path: Path, cli) -> None:
 
 
 def test_fix_never_touches_clean_files(tmp_path: Path, cli) -> None:
-    v = _variant("v2.1/no-failure-policy")
+    v = variant("v2.1/no-failure-policy")
     root = v.materialize(tmp_path)
     os.utime(root / "trainjob.yaml", ns=(1, 1))
     cli("lint", str(root), "--fix")
@@ -285,7 +281,7 @@ def test_env_in_runtime_patches_moves_to_trainer_env(tmp_path: Path, cli) -> Non
 
 
 def test_fix_refuses_to_rewrite_a_file_that_is_not_utf8(tmp_path: Path, cli) -> None:
-    v = _variant("v2.1/no-failure-policy")
+    v = variant("v2.1/no-failure-policy")
     root = v.materialize(tmp_path)
     runtime = root / "runtime.yaml"
     runtime.write_bytes(runtime.read_bytes() + b"# caf\xe9 (latin-1)\n")
@@ -296,7 +292,7 @@ def test_fix_refuses_to_rewrite_a_file_that_is_not_utf8(tmp_path: Path, cli) -> 
 
 
 def test_a_file_that_cannot_be_written_is_one_line_and_exit_3(tmp_path: Path, cli, monkeypatch) -> None:
-    v = _variant("v2.1/no-failure-policy")
+    v = variant("v2.1/no-failure-policy")
     root = v.materialize(tmp_path)
     before = (root / "runtime.yaml").read_bytes()
 

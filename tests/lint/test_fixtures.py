@@ -11,7 +11,7 @@ import pytest
 from ckpt_doctor.engine.catalogue import default_rules
 from ckpt_doctor.facts.context import NEEDS_CLUSTER
 from ckpt_doctor.lint import lint_paths
-from tests.lint.conftest import FIXTURES, GOOD, VARIANTS, Variant, findings_schema
+from tests.lint.conftest import FIXTURES, GOOD, VARIANTS, Variant, findings_schema, variant
 
 INFERRED = {"v2.0": "v2.0", "v2.1": "v2.1", "v2.3": "v2.3"}
 # causes a manifest cannot show: they need pods, events or the bound PV (lint lists them not_evaluated)
@@ -72,7 +72,7 @@ def test_cluster_only_causes_are_not_evaluated_in_lint(tmp_path: Path) -> None:
 
 
 def test_heuristic_findings_state_their_confidence(tmp_path: Path) -> None:
-    v = next(v for v in VARIANTS if v.id == "v2.1/no-save-total-limit")
+    v = variant("v2.1/no-save-total-limit")
     result = lint_paths([str(v.materialize(tmp_path))])
     (f,) = result.failed()
     assert f.rule.id == "save-total-limit-unset" and f.result.confidence == "medium"
@@ -94,7 +94,7 @@ def test_merge_follows_the_controller_per_version(tmp_path: Path) -> None:
 
 
 def test_without_the_ancestor_label_spec_trainer_env_does_not_land(tmp_path: Path) -> None:
-    v = next(v for v in VARIANTS if v.id == "v2.1/ancestor-label-on-pod-template")
+    v = variant("v2.1/ancestor-label-on-pod-template")
     result = lint_paths([str(v.materialize(tmp_path))])
     (unit,) = [u for u in result.units if u.facts.scope.trainjob is not None]
     assert "CKPT_DIR" not in unit.facts.spec.env()  # the controller drops it: nothing to judge a directory by

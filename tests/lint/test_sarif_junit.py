@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from ckpt_doctor.engine.catalogue import default_rules
-from tests.lint.conftest import FIXTURES, REPO, SARIF_SCHEMA, VARIANTS
+from tests.lint.conftest import FIXTURES, REPO, SARIF_SCHEMA, variant
 
 
 def _sarif_validator() -> jsonschema.Draft4Validator:
@@ -24,7 +24,7 @@ def _sarif_validator() -> jsonschema.Draft4Validator:
     ["v2.1/sigterm-heredoc", "v2.1/rwo-multi-node", "v2.3/builtin-torch-distributed", "frameworks/megatron-finetune"],
 )
 def test_sarif_validates_and_locates(name: str, tmp_path: Path, cli) -> None:
-    v = next(v for v in VARIANTS if v.id == name)
+    v = variant(name)
     root = v.materialize(tmp_path)
     rc, out, _err = cli("lint", str(root), "-o", "sarif", *v.flags)
     assert rc == 1
@@ -58,7 +58,7 @@ def test_sarif_for_a_clean_set_and_relative_paths(cli, monkeypatch) -> None:
 
 
 def test_sarif_relative_uri(tmp_path: Path, cli, monkeypatch) -> None:
-    v = next(v for v in VARIANTS if v.id == "v2.1/no-failure-policy")
+    v = variant("v2.1/no-failure-policy")
     v.materialize(tmp_path)
     monkeypatch.chdir(tmp_path)
     _rc, out, _err = cli("lint", "manifests", "-o", "sarif")
@@ -68,7 +68,7 @@ def test_sarif_relative_uri(tmp_path: Path, cli, monkeypatch) -> None:
 
 
 def test_junit_one_testcase_per_finding(tmp_path: Path, cli) -> None:
-    v = next(v for v in VARIANTS if v.id == "v2.1/ancestor-label-on-pod-template")
+    v = variant("v2.1/ancestor-label-on-pod-template")
     root = v.materialize(tmp_path)
     rc, out, _err = cli("lint", str(root), "-o", "junit")
     assert rc == 1

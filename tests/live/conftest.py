@@ -22,8 +22,6 @@ import pytest
 from tests.fakeapi.server import FakeKube
 from tests.live.scenario import NAME, NS, Scenario
 
-os.environ["CKPT_DOCTOR_DEBUG"] = "1"  # a bug in a check raises instead of becoming not_evaluated
-
 ROOT = Path(__file__).resolve().parents[2]
 REAL_KUBECONFIG = os.environ.get("CKPT_DOCTOR_KUBECONFIG")
 REAL_TARGET = os.environ.get("CKPT_DOCTOR_TARGET", "")

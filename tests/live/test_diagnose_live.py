@@ -51,10 +51,7 @@ def test_context_flag(live: Live, tmp_path: Path) -> None:
     kc = tmp_path / "two-contexts"
     text = kube.kubeconfig(tmp_path / "one", namespace="default").read_text()
     text = text.replace("current-context: fake", "current-context: elsewhere")
-    text += (
-        "- name: elsewhere\n  context:\n    cluster: nowhere\n    user: fake\n"
-        "- name: nowhere-cluster-holder\n  context:\n    cluster: fake\n    user: fake\n"
-    ).replace("- name: elsewhere", "- name: elsewhere", 1)
+    text += "- name: elsewhere\n  context:\n    cluster: nowhere\n    user: fake\n"
     text = text.replace("clusters:\n", "clusters:\n- name: nowhere\n  cluster:\n    server: http://127.0.0.1:9\n", 1)
     kc.write_text(text)
     ok = run_cli(["diagnose", f"{NS}/{NAME}", "--kubeconfig", str(kc), "--context", "fake", "-o", "json"])

@@ -82,9 +82,10 @@ def screen_text(app: DoctorApp) -> str:
     return console.export_text()
 
 
-@pytest.fixture
-def two_jobs(tmp_path: Path) -> Path:
-    return write_two_jobs(tmp_path)
+@pytest.fixture(scope="session")
+def two_jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Written once per session: the tests that use it only read it."""
+    return write_two_jobs(tmp_path_factory.mktemp("two_jobs"))
 
 
 def write_two_jobs(tmp_path: Path) -> Path:
