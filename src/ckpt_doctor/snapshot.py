@@ -198,11 +198,12 @@ class Snapshot:
     location: str = ""
 
     def __post_init__(self) -> None:
-        self._by_kind: dict[str, list[Obj]] | None = None
+        self._by_kind: defaultdict[str, list[Obj]] | None = None
 
     def add(self, obj: Obj) -> None:
         self.objects.append(obj)
-        self._by_kind = None
+        if self._by_kind is not None:  # keep the index: readers that look up while adding stay linear
+            self._by_kind[obj.kind].append(obj)
 
     def extend(self, objs: Iterable[Obj]) -> None:
         for o in objs:
