@@ -112,3 +112,27 @@ def test_views_of_examples(example: str) -> None:
         assert any(n.kind == "Attempt" and n.health == "gone" for n in view.tree.walk())
     if example == "env-in-overrides-rejected":
         assert view.verdict == [] and view.latent
+
+
+async def test_step_chart_bars_take_the_colour_the_legend_gives_their_attempt() -> None:
+    """Attempt numbers need not start at 0 (a lost attempt counts): bar and legend agree anyway."""
+    from textual.app import App, ComposeResult
+
+    from ckpt_doctor.tui.model import AttemptView
+    from ckpt_doctor.tui.widgets.stepchart import StepChart, attempt_color
+
+    def attempt(index: int, first: int, last: int) -> AttemptView:
+        return AttemptView(index, "restart", "", "", ["n"], 1, "resumed", first, [last], last, "", True, None)
+
+    chart = StepChart([attempt(1, 0, 100), attempt(2, 100, 200)])
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield chart
+
+    async with Host().run_test(size=(60, 14)):
+        content = chart.render()
+        plain = content.plain
+        bar_styles = {str(sp.style) for sp in content.spans if "█" in plain[sp.start : sp.end]}
+        assert bar_styles == {attempt_color(1), attempt_color(2)}
+        assert attempt_color(0) not in bar_styles

@@ -102,7 +102,7 @@ class StepChart(Widget):
                     v = s0 + (s1 - s0) * (t - t0) / ((t1 - t0) or 1.0)
                     redo = reached[i]
                     bars[c] = (
-                        i,
+                        self.attempts[i].index,  # the attempt's number, as the legend colours it
                         max(1, round(v / ymax * rows * 8)),
                         round(redo / ymax * rows) if redo is not None and redo > v else 0,
                     )
@@ -142,10 +142,10 @@ class StepChart(Widget):
                 if bar is None:
                     parts.append(" ")
                     continue
-                i, eighths, redo = bar
+                index, eighths, redo = bar
                 full = eighths // 8
                 if level <= full or (level == full + 1 and eighths % 8):
-                    parts.append(("█" if level <= full else EIGHTHS[eighths % 8], attempt_color(i)))
+                    parts.append(("█" if level <= full else EIGHTHS[eighths % 8], attempt_color(index)))
                 elif level <= redo:
                     parts.append(("░", REDO))
                 else:
