@@ -164,6 +164,13 @@ def _megatron_ok() -> Scenario:
     )
 
 
+def _megatron_no_load() -> Scenario:
+    s = _megatron_ok()
+    s.knobs.args = [a.replace("--load $OUTPUT_DIR ", "") for a in s.knobs.args]
+    assert "--load" not in s.knobs.args[0]
+    return s
+
+
 def _lf_ok() -> Scenario:
     from tests.stories import llamafactory_overwrite
 
@@ -251,6 +258,7 @@ CASES: list[Case] = [
     Case("fresh-start-after-restart", "fail", "crash before the first save", _no_save_before(True)),
     Case("trainjob-rejected", "fail", "TrainJobResourcesCreationFailed event", _rejected_event),
     Case("megatron-resume-disabled", "pass", "--load = --save, resumed at 1000", _megatron_ok),
+    Case("megatron-resume-disabled", "fail", "--save without --load", _megatron_no_load),
     Case("fresh-start-after-restart", "pass", "Megatron resumed at iteration 1000", _megatron_ok),
     Case("llamafactory-overwrite-output-dir", "pass", "overwrite_output_dir: false", _lf_ok),
     Case("sigterm-not-forwarded", "pass", "bash: trainer is the last simple command", _simple_bash_last_command),

@@ -93,3 +93,14 @@ def test_healthy_passes_everything(tmp_path: Path) -> None:
     bad = [(f.rule.id, f.status, f.result.detail or f.result.reason) for f in diag.findings if f.status != "pass"]
     assert not bad
     assert {f.rule.id for f in diag.findings} == {r.id for r in default_rules()}
+
+
+def test_a_missing_megatron_load_flag_is_placed_in_its_object(tmp_path: Path) -> None:
+    """An absence says where it is missing as OBJECT PATH, so lint and the app can point at it."""
+    case = next(c for c in CASES if c.rule == "megatron-resume-disabled" and c.expect == "fail")
+    diag = diagnose_case(case, tmp_path)
+    (f,) = [f for f in diag.findings if f.rule.id == "megatron-resume-disabled"]
+    absent = [e for e in f.result.evidence if e["type"] == "absence"]
+    assert [e["what"] for e in absent] == ["--load"]
+    obj, _, path = absent[0]["where"].partition(" ")
+    assert obj.startswith("Pod/team-a/") and path.startswith("spec.containers[name=node]"), absent[0]["where"]

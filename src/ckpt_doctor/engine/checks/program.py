@@ -278,7 +278,8 @@ def megatron(facts: Facts, rule: Rule) -> Result:
             evidence.append(load[0][0].evidence(line_of(load[0][0].text, load[0][1].start())))
     elif save and not load:
         problems.append("no --load: Megatron never reads what --save wrote")
-        evidence.append(absence("--load", save[0][0].path))
+        t = save[0][0]
+        evidence.append(absence("--load", f"{t.object} {t.path}"))
     if problems:
         return fail(
             facts.subject(),
