@@ -104,3 +104,19 @@ def test_a_missing_megatron_load_flag_is_placed_in_its_object(tmp_path: Path) ->
     assert [e["what"] for e in absent] == ["--load"]
     obj, _, path = absent[0]["where"].partition(" ")
     assert obj.startswith("Pod/team-a/") and path.startswith("spec.containers[name=node]"), absent[0]["where"]
+
+
+def test_override_differences_cite_fields_that_exist(tmp_path: Path) -> None:
+    """Each side of a spec.trainer / pod difference is a real field path, so the app and lint can open it."""
+    from ckpt_doctor.tui.yamltext import resolve
+
+    root = Path(__file__).resolve().parents[2]
+    with open_bundle(root / "examples" / "missing-ancestor-label") as snap:
+        diag = diagnose_snapshot(snap)
+        objects = {o.ref(): o.raw for o in snap.objects}
+    evidence = [e for f in diag.findings if f.rule.id == "overrides-not-applied" for e in f.result.evidence]
+    paths = {(e["object"].split("/")[0], e["path"]) for e in evidence}
+    assert ("TrainJob", "spec.trainer.env[name=CKPT_DIR]") in paths
+    assert ("Pod", "spec.containers[name=node].resources") in paths
+    for e in evidence:
+        assert resolve(objects[e["object"]], e["path"])[1], (e["object"], e["path"])

@@ -173,9 +173,11 @@ def env_map(container: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 @dataclass
 class Difference:
-    field: str  # env[CKPT_DIR] | image | command | args | resourcesPerNode | numNodes
+    field: str  # what differs, for people: env[CKPT_DIR] | image | command | args | resourcesPerNode
     wanted: Any
     actual: Any
+    want_path: str  # where the TrainJob asks for it (a path the YAML view and lint can resolve)
+    pod_path: str  # where the pod carries it, or would
 
 
 def pod_container(pod: Obj, name: str = TRAINER_CONTAINER) -> dict[str, Any] | None:
@@ -201,8 +203,11 @@ def compare(trainjob: Obj, pod: Obj) -> list[Difference]:
     if node is None:
         if want:
             names = [c.get("name") for c in pod.spec.get("containers") or [] if isinstance(c, dict)]
-            diffs.append(Difference("container node", "present", names))
+            diffs.append(
+                Difference(f"container {TRAINER_CONTAINER}", "present", names, "spec.trainer", "spec.containers")
+            )
         return diffs
+    container = f"spec.containers[name={TRAINER_CONTAINER}]"
     actual_env = env_map(node)
     for e in want.get("env") or []:
         if not isinstance(e, dict) or not e.get("name"):
@@ -214,12 +219,22 @@ def compare(trainjob: Obj, pod: Obj) -> list[Difference]:
                     f"env[{e['name']}]",
                     e.get("value", e.get("valueFrom")),
                     None if got is None else got.get("value", got.get("valueFrom")),
+                    f"spec.trainer.env[name={e['name']}]",
+                    f"{container}.env[name={e['name']}]",
                 )
             )
     for f in ("image", "command", "args"):
         if want.get(f) is not None and want[f] != node.get(f):
-            diffs.append(Difference(f, want[f], node.get(f)))
+            diffs.append(Difference(f, want[f], node.get(f), f"spec.trainer.{f}", f"{container}.{f}"))
     rpn = want.get("resourcesPerNode")
     if isinstance(rpn, dict) and not _resources_cover(rpn, node.get("resources") or {}):
-        diffs.append(Difference("resourcesPerNode", rpn, node.get("resources") or {}))
+        diffs.append(
+            Difference(
+                "resourcesPerNode",
+                rpn,
+                node.get("resources") or {},
+                "spec.trainer.resourcesPerNode",
+                f"{container}.resources",
+            )
+        )
     return diffs

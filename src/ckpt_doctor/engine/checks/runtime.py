@@ -219,7 +219,7 @@ def trainer_edited_while_running(facts: Facts, rule: Rule) -> Result:
         else:
             ev.append(field_ev(tj.ref(), "metadata.generation", gen))
         if diffs:
-            ev.append(field_ev(tj.ref(), f"spec.trainer.{diffs[0].field}", diffs[0].wanted))
+            ev.append(field_ev(tj.ref(), diffs[0].want_path, diffs[0].wanted))
         return fail(
             tj.subject(),
             ev,

@@ -137,8 +137,8 @@ def overrides_not_applied(facts: Facts, rule: Rule) -> Result:
             if d.field in fields:
                 continue
             fields.add(d.field)
-            evidence.append(field_ev(tj.ref(), f"spec.trainer.{d.field}", d.wanted))
-            evidence.append(field_ev(pod.ref(), f"spec.containers[name=node].{d.field}", d.actual))
+            evidence.append(field_ev(tj.ref(), d.want_path, d.wanted))
+            evidence.append(field_ev(pod.ref(), d.pod_path, d.actual))
     num = want.get("numNodes")
     if isinstance(num, int) and facts.scope.jobs:
         names = facts.scope.trainer_job_names()
