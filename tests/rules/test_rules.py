@@ -120,3 +120,18 @@ def test_override_differences_cite_fields_that_exist(tmp_path: Path) -> None:
     assert ("Pod", "spec.containers[name=node].resources") in paths
     for e in evidence:
         assert resolve(objects[e["object"]], e["path"])[1], (e["object"], e["path"])
+
+
+def test_node_pinned_storage_cites_the_field_that_pins_it(tmp_path: Path) -> None:
+    from ckpt_doctor.tui.yamltext import resolve
+
+    case = next(c for c in CASES if c.rule == "node-pinned-storage" and c.expect == "fail")
+    root = case.build().write(tmp_path / "b")
+    with open_bundle(root) as snap:
+        diag = diagnose_snapshot(snap)
+        objects = {o.ref(): o.raw for o in snap.objects}
+    (f,) = [f for f in diag.findings if f.rule.id == "node-pinned-storage"]
+    first = f.result.evidence[0]
+    assert first["type"] == "field" and first["object"].startswith("PersistentVolume/")
+    assert first["path"] == "spec.local"
+    assert resolve(objects[first["object"]], first["path"])[1]

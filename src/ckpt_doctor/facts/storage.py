@@ -70,6 +70,7 @@ class CkptDir:
     pv: Obj | None = None
     storageclass: Obj | None = None
     node_local: str | None = None  # why the storage is pinned to one node
+    node_local_ev: dict[str, Any] | None = None  # the field that shows it (PV, StorageClass or claim)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -179,7 +180,11 @@ def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope) -> None:
             cd.pv.spec.get("storageClassName") if cd.pv else None
         )
         cd.storageclass = scope.storageclasses.get(str(cls)) if cls else None
-        cd.node_local = node_local_reason(cd.pv, cd.storageclass, str(cls) if cls else None)
+        cls_from = cd.pvc if cd.pvc is not None and cd.pvc.spec.get("storageClassName") else cd.pv
+        cls_at = cls_from.ref() if cls_from is not None else f"PersistentVolumeClaim/{scope.namespace}/{cd.claim}"
+        found = node_local(cd.pv, cd.storageclass, str(cls) if cls else None, cls_at)
+        if found is not None:
+            cd.node_local, cd.node_local_ev = found
     elif "emptyDir" in vol:
         cd.volume_kind = "emptyDir"
     elif "hostPath" in vol:
@@ -193,18 +198,28 @@ def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope) -> None:
         cd.volume_kind = "network"
 
 
-def node_local_reason(pv: Obj | None, sc: Obj | None, cls: str | None) -> str | None:
+def node_local(pv: Obj | None, sc: Obj | None, cls: str | None, cls_at: str) -> tuple[str, dict[str, Any]] | None:
+    """Why a claim's storage is pinned to one node, and the field that shows it; `cls_at` is the
+    object whose spec.storageClassName named `cls`."""
+
+    def field(obj: str, path: str, value: Any) -> dict[str, Any]:
+        return {"type": "field", "object": obj, "path": path, "value": value}
+
     if pv is not None:
         if "local" in pv.spec:
-            return f"PersistentVolume {pv.name} is a `local` volume"
+            return f"PersistentVolume {pv.name} is a `local` volume", field(pv.ref(), "spec.local", pv.spec["local"])
         if "hostPath" in pv.spec:
-            return f"PersistentVolume {pv.name} is a hostPath volume"
+            return f"PersistentVolume {pv.name} is a hostPath volume", field(
+                pv.ref(), "spec.hostPath", pv.spec["hostPath"]
+            )
     if sc is not None:
         prov = str(sc.raw.get("provisioner") or "")
         if any(p in prov for p in NODE_LOCAL_PROVISIONERS):
-            return f"StorageClass {sc.name} uses the node-local provisioner {prov}"
+            return f"StorageClass {sc.name} uses the node-local provisioner {prov}", field(
+                sc.ref(), "provisioner", prov
+            )
     if cls and any(p in cls for p in ("local-storage", "local-path", "topolvm", "openebs-hostpath", "hostpath")):
-        return f"storage class {cls!r} is node-local by name"
+        return f"storage class {cls!r} is node-local by name", field(cls_at, "spec.storageClassName", cls)
     return None
 
 

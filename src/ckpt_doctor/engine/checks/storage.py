@@ -114,8 +114,7 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
                             se.evidence(sr.log.ref, sr.attempt),
                             e.evidence(r.log.ref, r.attempt),
                         ],
-                        f"attempt {sr.attempt} saved under {next(iter(first_dir))}, "
-                        f"attempt {r.attempt} under {d}",
+                        f"attempt {sr.attempt} saved under {next(iter(first_dir))}, attempt {r.attempt} under {d}",
                     )
             first_dir.setdefault(d, (r, e))
     if cd is None and not per_pod:
@@ -195,27 +194,22 @@ def rwo_still_attached(facts: Facts, rule: Rule) -> Result:
 def node_pinned_storage(facts: Facts, rule: Rule) -> Result:
     cd = facts.ckpt_dir
     claim, pvc = _claim(facts)
-    reason = cd.node_local if cd is not None and cd.volume_kind == "pvc" else None
-    if reason is None and claim:
-        from ckpt_doctor.facts.storage import node_local_reason
+    found = (cd.node_local, cd.node_local_ev) if cd is not None and cd.volume_kind == "pvc" else (None, None)
+    if found[0] is None and claim:
+        from ckpt_doctor.facts.storage import node_local
 
         pv = facts.scope.pvs.get(claim)
         cls = pvc.spec.get("storageClassName") if pvc is not None else None
-        reason = node_local_reason(
-            pv, facts.scope.storageclasses.get(str(cls)) if cls else None, str(cls) if cls else None
-        )
+        sc = facts.scope.storageclasses.get(str(cls)) if cls else None
+        claim_ref = f"PersistentVolumeClaim/{facts.scope.namespace}/{claim}"
+        found = node_local(pv, sc, str(cls) if cls else None, claim_ref) or (None, None)
+    reason, shown = found
     if reason is None:
         if claim and pvc is None:
             return skip(f"PVC {claim} is not in the snapshot")
         return ok(reason="the checkpoint storage is not node-local")
-    evidence: list[dict[str, Any]] = [
-        {
-            "type": "field",
-            "object": f"PersistentVolumeClaim/{facts.scope.namespace}/{claim}",
-            "path": "spec.storageClassName / PV",
-            "value": reason,
-        }
-    ]
+    assert shown is not None  # node_local gives a reason and its field together
+    evidence: list[dict[str, Any]] = [shown]
     conflicts = [(f, p) for f, p in volume_events(facts) if "node affinity" in f["message"]]
     if conflicts:
         evidence.append(event_ev(conflicts[0][0]))
