@@ -87,19 +87,16 @@ def resumed_older(facts: Facts, rule: Rule) -> Result:
     resumed = [(r, step, ev) for r, step, ev in resumed if step is not None]
     if not resumed:
         return ok(reason="no later attempt resumed from a checkpoint step")
-    # the newest completed save of each attempt, then a running maximum over earlier attempts
-    best_of: dict[int, tuple[Run, Any]] = {}
-    for a in h.attempts:
-        saves = _counted_saves(a.runs)
-        if saves:
-            best_of[a.index] = max(saves, key=lambda p: p[1].step or 0)
+    # a running maximum of the newest completed save, over the attempts before each one
     newest_before: dict[int, tuple[Run, Any] | None] = {}
     running: tuple[Run, Any] | None = None
     for a in h.attempts:
         newest_before[a.index] = running
-        got = best_of.get(a.index)
-        if got is not None and (running is None or (got[1].step or 0) > (running[1].step or 0)):
-            running = got
+        saves = _counted_saves(a.runs)
+        if saves:
+            got = max(saves, key=lambda p: p[1].step or 0)
+            if running is None or (got[1].step or 0) > (running[1].step or 0):
+                running = got
     judged = False
     for r, step, ev in resumed:
         prior = newest_before.get(r.attempt)
