@@ -135,3 +135,15 @@ def test_node_pinned_storage_cites_the_field_that_pins_it(tmp_path: Path) -> Non
     assert first["type"] == "field" and first["object"].startswith("PersistentVolume/")
     assert first["path"] == "spec.local"
     assert resolve(objects[first["object"]], first["path"])[1]
+
+
+def test_lexical_sort_cites_the_newer_save_beside_the_older_resume() -> None:
+    root = Path(__file__).resolve().parents[2]
+    with open_bundle(root / "examples" / "lexical-sort-older") as snap:
+        diag = diagnose_snapshot(snap)
+    (f,) = [f for f in diag.findings if f.rule.id == "lexical-checkpoint-sort"]
+    assert f.status == "fail"
+    logs = [e for e in f.result.evidence if e["type"] == "log"]
+    assert len(logs) == 2, f.result.evidence
+    newest = (f.result.detail or "").split("although ")[1].split(" existed")[0]  # checkpoint-N
+    assert newest in logs[0]["text"] and "resum" in logs[1]["text"].lower(), logs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Any
 
 from ckpt_doctor.engine.checks import absence, check
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
@@ -56,16 +57,21 @@ def uses(facts: Facts, framework: str) -> bool:
 @check("lexical-checkpoint-sort")
 def lexical_sort(facts: Facts, rule: Rule) -> Result:
     h = facts.history
-    # running maxima over earlier attempts: the newest save by number and the one that sorts last as text
-    before: dict[int, tuple[int, str] | None] = {}
-    newest: tuple[int, str] | None = None
+    # running maxima over earlier attempts: the newest save by number (with the log line that shows
+    # it) and the checkpoint name that sorts last as text
+    before: dict[int, tuple[int, str, dict[str, Any]] | None] = {}
+    newest: tuple[int, str, dict[str, Any]] | None = None
     for a in h.attempts:
         before[a.index] = newest
-        steps = [e.step for r in a.runs for e in r.saves() if e.step is not None]
-        if steps:
-            num = max(steps) if newest is None else max(newest[0], *steps)
-            lex = max(f"checkpoint-{s}" for s in steps)
-            newest = (num, lex if newest is None else max(newest[1], lex))
+        saves = [(e.step, r, e) for r in a.runs for e in r.saves() if e.step is not None]
+        if saves:
+            top, sr, se = max(saves, key=lambda x: x[0])
+            lex = max(f"checkpoint-{s}" for s, _, _ in saves)
+            if newest is None or top > newest[0]:
+                assert sr.log is not None  # a save comes from a log
+                newest = (top, lex if newest is None else max(newest[1], lex), se.evidence(sr.log.ref, sr.attempt))
+            else:
+                newest = (newest[0], max(newest[1], lex), newest[2])
     for r in h.later_runs():
         kind, step, ev = r.start()
         prior = before.get(r.attempt)
@@ -76,7 +82,7 @@ def lexical_sort(facts: Facts, rule: Rule) -> Result:
             assert r.log is not None and ev is not None
             return fail(
                 facts.subject(),
-                [ev.evidence(r.log.ref, r.attempt)],
+                [prior[2], ev.evidence(r.log.ref, r.attempt)],
                 f"resumed checkpoint-{step} although checkpoint-{prior[0]} existed: "
                 f"`checkpoint-{step}` sorts last as text",
             )
