@@ -257,29 +257,24 @@ def ensure_path(
         if isinstance(cur, CommentedMap) and key in cur and not last:
             nxt = cur[key]
             if nxt is None or (isinstance(nxt, CommentedMap) and not len(nxt)):
-                built: Any = value
-                for k in reversed(path[i + 1 :]):
-                    wrap = CommentedMap()
-                    wrap[k] = built
-                    built = wrap
-                return _replace_value(text, cur, key, built, style)
+                return replace_entry(text, cur, key, key, _nest(path[i + 1 :], value), style)
             if not isinstance(nxt, CommentedMap):
                 raise NotMechanical(f"{'.'.join(path[: i + 1])} is not a mapping")
             cur = nxt
             continue
         if isinstance(cur, CommentedMap) and key in cur and last:
             return None
-        built = value
-        for k in reversed(path[i + 1 :]):
-            wrap = CommentedMap()
-            wrap[k] = built
-            built = wrap
-        return insert_entry(text, cur, key, built, style, (before or {}).get(key))
+        return insert_entry(text, cur, key, _nest(path[i + 1 :], value), style, (before or {}).get(key))
     return None
 
 
-def _replace_value(text: str, mapping: CommentedMap, key: str, value: Any, style: Style) -> str:
-    return replace_entry(text, mapping, key, key, value, style)
+def _nest(keys: list[str], value: Any) -> Any:
+    """`value` under the mapping keys `keys` (outermost first): a.b → {a: {b: value}}."""
+    for k in reversed(keys):
+        wrap = CommentedMap()
+        wrap[k] = value
+        value = wrap
+    return value
 
 
 def seq_block(text: str, mapping: CommentedMap, key: Any) -> tuple[list[str], int]:
