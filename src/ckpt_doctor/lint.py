@@ -21,7 +21,7 @@ from ckpt_doctor.engine.walk import STATUS_ORDER, Diagnosis, evaluate, strength
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import find_trainer_job, override_pod_patches
 from ckpt_doctor.facts.versions import KNOWN, NEWEST, TrainerVersion, normalise, trainer_version
-from ckpt_doctor.scope import ANCESTOR_LABEL, RUNTIME_KINDS, Scope, build_scope, claim_names, trainjobs
+from ckpt_doctor.scope import ANCESTOR_LABEL, RUNTIME_KINDS, Scope, build_scope, claim_names, runtime_ref, trainjobs
 from ckpt_doctor.snapshot import TRAINER_GROUP, Obj, Origin
 from ckpt_doctor.sources.manifests import ManifestSet, key_line, load_manifests, resolve_path, snippet_line
 
@@ -152,8 +152,7 @@ def _scopes(mset: ManifestSet) -> list[tuple[Scope, Obj | None]]:
         if sc.runtime is not None:
             used.add(id(sc.runtime))
         else:
-            ref = tj.spec.get("runtimeRef") if isinstance(tj.spec.get("runtimeRef"), dict) else {}
-            name, kind = str(ref.get("name") or ""), str(ref.get("kind") or "ClusterTrainingRuntime")
+            name, kind, _ = runtime_ref(tj)
             where = _ref_line(mset, tj, "spec.runtimeRef")
             same_name = [o for o in snap.of_kind(*RUNTIME_KINDS) if o.name == name]
             if name in BUILTIN_RUNTIMES and kind == "ClusterTrainingRuntime" and not same_name:

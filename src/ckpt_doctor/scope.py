@@ -157,12 +157,18 @@ def _owned_by_or_unowned(o: Obj, owner: Obj | None) -> bool:
     return not refs or owned_by(o, owner)
 
 
+def runtime_ref(tj: Obj) -> tuple[str, str, dict[str, Any]]:
+    """(name, kind, the ref as written) of a TrainJob's spec.runtimeRef; kind defaults to
+    ClusterTrainingRuntime, as the Trainer's does."""
+    ref = tj.spec.get("runtimeRef")
+    ref = ref if isinstance(ref, dict) else {}
+    return str(ref.get("name") or ""), str(ref.get("kind") or "ClusterTrainingRuntime"), ref
+
+
 def _find_runtime(sc: Scope) -> None:
     tj = sc.trainjob
     assert tj is not None
-    ref = tj.spec.get("runtimeRef") or {}
-    rname = str(ref.get("name") or "")
-    rkind = str(ref.get("kind") or "ClusterTrainingRuntime")
+    rname, rkind, _ = runtime_ref(tj)
     snap = sc.snap
     cm = snap.get("ConfigMap", f"{tj.name}-runtime-snapshot", tj.namespace)
     if cm is not None:

@@ -9,7 +9,7 @@ from ckpt_doctor.engine.checks import absence, check, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import compare, trainer_rjob_index
-from ckpt_doctor.scope import ANCESTOR_LABEL, RUNTIME_KINDS, TRAINER_CONTAINER, replicated_jobs
+from ckpt_doctor.scope import ANCESTOR_LABEL, RUNTIME_KINDS, TRAINER_CONTAINER, replicated_jobs, runtime_ref
 from ckpt_doctor.snapshot import TRAINER_GROUP
 
 RESERVED = ("node", "dataset-initializer", "model-initializer")
@@ -336,8 +336,8 @@ def runtime_ref_unresolved(facts: Facts, rule: Rule) -> Result:
         return skip("no TrainJob in the input")
     if sc.runtime is not None:
         return ok(reason=f"spec.runtimeRef resolves to {sc.runtime.ref()} ({sc.runtime_source})")
-    ref = tj.spec.get("runtimeRef") if isinstance(tj.spec.get("runtimeRef"), dict) else {}
-    name, kind, group = ref.get("name"), ref.get("kind") or "ClusterTrainingRuntime", ref.get("apiGroup")
+    name, kind, ref = runtime_ref(tj)
+    group = ref.get("apiGroup")
     if not name:
         return fail(tj.subject(), [absence("spec.runtimeRef.name", tj.ref())], "the TrainJob names no runtime")
     if kind not in RUNTIME_KINDS or (group and group != TRAINER_GROUP):
