@@ -23,7 +23,7 @@ from typing import Any
 
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 from ckpt_doctor.scope import JOBSET_NAME_LABEL
-from ckpt_doctor.snapshot import Snapshot
+from ckpt_doctor.snapshot import Obj, Snapshot
 from ckpt_doctor.sources.live import (
     Api,
     CallError,
@@ -89,9 +89,9 @@ class Instance:
     window: LogWindow
 
 
-def _meta(o: dict[str, Any]) -> dict[str, Any]:
-    m = o.get("metadata")
-    return m if isinstance(m, dict) else {}
+def _instance_key(cs: dict[str, Any]) -> str:
+    """Which run of a container a status describes: its containerID, else "#<restartCount>"."""
+    return str(cs.get("containerID") or f"#{int(cs.get('restartCount') or 0)}")
 
 
 def _finished(tj: dict[str, Any]) -> str | None:
@@ -116,7 +116,6 @@ class Recorder:
         watch_seconds: int = WATCH_SECONDS,
         grace: float = 10.0,
     ) -> None:
-        self.cluster = cluster
         self.namespace = namespace
         self.name = name
         self.head_bytes = head_bytes
@@ -250,7 +249,7 @@ class Recorder:
                             self.relists += 1
                             quiet = False
                         break
-                    new_rv = _meta(obj).get("resourceVersion")
+                    new_rv = Obj(obj).meta.get("resourceVersion")
                     if new_rv:
                         rv = str(new_rv)
                     if etype != "BOOKMARK":
@@ -278,18 +277,18 @@ class Recorder:
                 backoff = min(5.0, backoff * 2)
 
     def _remember(self, kind: str, o: dict[str, Any]) -> tuple[str, str]:
-        m = _meta(o)
+        m = Obj(o).meta
         key = (kind, str(m.get("uid") or f"{m.get('namespace')}/{m.get('name')}"))
         with self._lock:
             self._objects[key] = o
         return key
 
     def _on(self, kind: Kind, etype: str, obj: dict[str, Any]) -> None:
-        if not _meta(obj).get("name"):
+        if not Obj(obj).meta.get("name"):
             return
-        old = self._objects.get((kind.kind, str(_meta(obj).get("uid"))))
+        old = self._objects.get((kind.kind, str(Obj(obj).meta.get("uid"))))
         key = self._remember(kind.kind, obj)
-        name = _meta(obj).get("name")
+        name = Obj(obj).meta.get("name")
         if etype == "DELETED":
             with self._lock:
                 self._deleted.add(key)
@@ -310,13 +309,13 @@ class Recorder:
 
     # -- logs -----------------------------------------------------------------------------------------
     def _follow_pod(self, pod: dict[str, Any]) -> None:
-        pname = str(_meta(pod).get("name"))
+        pname = str(Obj(pod).meta.get("name"))
         for cs in (pod.get("status") or {}).get("containerStatuses") or []:
             if not isinstance(cs, dict) or not (cs.get("state") or {}).get("running"):
                 continue
             cname = str(cs.get("name"))
             restarts = int(cs.get("restartCount") or 0)
-            key = str(cs.get("containerID") or f"#{restarts}")
+            key = _instance_key(cs)
             with self._lock:
                 if (pname, cname, key) in self._followed:
                     continue
@@ -340,12 +339,11 @@ class Recorder:
         if res is None:
             return None
         for p in self.base.objects.get("Pod", []):
-            if _meta(p).get("name") != inst.pod:
+            if Obj(p).meta.get("name") != inst.pod:
                 continue
             for cs in (p.get("status") or {}).get("containerStatuses") or []:
                 if isinstance(cs, dict) and cs.get("name") == inst.container:
-                    key = str(cs.get("containerID") or f"#{int(cs.get('restartCount') or 0)}")
-                    return res if key == inst.key else None
+                    return res if _instance_key(cs) == inst.key else None
         return None
 
     def _follow(self, inst: Instance) -> None:
@@ -388,7 +386,7 @@ class Recorder:
             out.gap(what, reason)
         out.logs = dict(base.logs)
         extra: dict[str, bytes] = {}
-        pods = {str(_meta(p).get("name")): p for p in out.objects.get("Pod", [])}
+        pods = {str(Obj(p).meta.get("name")): p for p in out.objects.get("Pod", [])}
         for (pod, container), runs in instances.items():
             runs.sort(key=lambda i: (i.restarts, i.started))
             seen = [i for i in runs if i.window.head or i.window.tail]
@@ -421,7 +419,7 @@ class Recorder:
         todo = [
             (name, c, prev)
             for name, p in pods.items()
-            if str(_meta(p).get("uid")) not in deleted
+            if str(Obj(p).meta.get("uid")) not in deleted
             for c, prev in container_instances(p)
             if (name, c, prev) not in out.logs
         ]
