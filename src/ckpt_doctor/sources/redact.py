@@ -251,8 +251,9 @@ class Redactor:
         for pat in (*self.extra, *SHAPES):
             if pat.needles and not any(n in low for n in pat.needles):
                 continue
-            s = self._apply(pat, s)
-            low = s.lower()
+            new = self._apply(pat, s)
+            if new != s:  # only a replacement changes what later patterns' needles may find
+                s, low = new, new.lower()
         return s
 
     def _apply(self, pat: Pattern, s: str) -> str:
