@@ -195,13 +195,19 @@ class Api:
         query: Sequence[tuple[str, Any]] = (),
         timeout: float | tuple[float, float] | None = None,
         stream: bool = False,
+        method: str = "GET",
+        body: dict[str, Any] | None = None,
     ) -> Any:
+        headers = {"Accept": "application/json, */*"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         try:
             resp = self.cluster.client.call_api(
                 path,
-                "GET",
+                method,
                 query_params=list(query),
-                header_params={"Accept": "application/json, */*"},
+                header_params=headers,
+                body=body,
                 auth_settings=["BearerToken"],
                 _preload_content=False,
                 _request_timeout=timeout if timeout is not None else self.timeout,
@@ -355,22 +361,7 @@ class Api:
             "kind": "SelfSubjectAccessReview",
             "spec": {"resourceAttributes": attrs},
         }
-        try:
-            resp = self.cluster.client.call_api(
-                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                "POST",
-                body=body,
-                header_params={"Accept": "application/json", "Content-Type": "application/json"},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=self.timeout,
-            )
-            doc = _json(resp.data)
-            resp.release_conn()
-        except CallError:
-            raise
-        except Exception as e:
-            raise _call_error(e, self.timeout) from None
+        doc = _json(self._raw("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", method="POST", body=body))
         return bool((doc.get("status") or {}).get("allowed"))
 
 
