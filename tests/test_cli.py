@@ -81,3 +81,20 @@ def test_console_script_and_module_entry_points() -> None:
     ):
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         assert out.strip() == "ckpt-doctor 0.1.0"
+
+
+@pytest.mark.parametrize("verb", ["diagnose", "collect"])
+@pytest.mark.parametrize("flag", ["--log-bytes", "--concurrency"])
+def test_log_reading_flags_are_positive_whole_numbers(verb: str, flag: str, capsys) -> None:
+    for bad in ("0", "-5", "lots"):
+        with pytest.raises(SystemExit) as e:
+            main([verb, "team-a/x", "-o", "out.tar.gz", flag, bad] if verb == "collect" else [verb, "x", flag, bad])
+        assert e.value.code == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_the_default_log_window_is_the_engines() -> None:
+    from ckpt_doctor.cli import LOG_WINDOW
+    from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
+
+    assert LOG_WINDOW == HEAD_BYTES == TAIL_BYTES  # cli.py keeps a copy so that --help stays fast

@@ -30,6 +30,32 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+LOG_WINDOW = 128 * 1024  # = facts.logs.HEAD_BYTES / TAIL_BYTES (not imported: keep `--help` fast)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number greater than 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return n
+
+
+def add_log_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """How container logs are read from a cluster, for every verb that reads them."""
+    p.add_argument(
+        "--log-bytes",
+        type=positive_int,
+        default=LOG_WINDOW,
+        metavar="N",
+        help=f"bytes read from the head and from the tail of each log (default: {LOG_WINDOW})",
+    )
+    p.add_argument("--concurrency", type=positive_int, default=8, metavar="N", help="parallel log reads (default: 8)")
+
+
 def trainer_version_arg(value: str) -> str:
     """argparse type of --trainer-version: a version the engine knows (v2.1, 2.2.0, …)."""
     from ckpt_doctor.facts.versions import KNOWN, normalise

@@ -9,10 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ckpt_doctor.cli import add_cluster_flags
+from ckpt_doctor.cli import add_cluster_flags, add_log_flags
 from ckpt_doctor.errors import InputError
 
-DEFAULT_WINDOW = 128 * 1024  # = facts.logs.HEAD_BYTES / TAIL_BYTES (not imported: keep `--help` fast)
 NO_REDACT_WARNING = (
     "ckpt-doctor: WARNING: --no-redact: the bundle holds env values, tokens, passwords, keys and log lines "
     "exactly as the cluster has them; do not share it"
@@ -54,27 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="REGEX",
         help="also redact what REGEX matches (repeatable; its first group if it has one, else the whole match)",
     )
-    p.add_argument(
-        "--log-bytes",
-        type=_positive,
-        default=DEFAULT_WINDOW,
-        metavar="N",
-        help=f"bytes read from the head and from the tail of each log (default: {DEFAULT_WINDOW})",
-    )
-    p.add_argument("--concurrency", type=_positive, default=8, metavar="N", help="parallel log reads (default: 8)")
+    add_log_flags(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     add_cluster_flags(p)
     p.set_defaults(func=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return n
 
 
 @contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags
+from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_log_flags
 from ckpt_doctor.commands.common import add_output_flags, emit
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.pipeline import diagnose_snapshot
@@ -26,14 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_cluster_flags(p)
     live = p.add_argument_group("live collection")
     live.add_argument("-q", "--quiet", action="store_true", help="no progress display on stderr")
-    live.add_argument(
-        "--log-bytes",
-        type=int,
-        default=None,
-        metavar="N",
-        help="bytes read from the head and from the tail of each log (default: 131072)",
-    )
-    live.add_argument("--concurrency", type=int, default=8, metavar="N", help="parallel log reads (default: 8)")
+    add_log_flags(live)
     p.set_defaults(func=run)
 
 
@@ -49,7 +42,6 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("name a TrainJob ([NAMESPACE/]NAME) or pass --bundle PATH")
         from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
 
-        window = {"head_bytes": args.log_bytes, "tail_bytes": args.log_bytes} if args.log_bytes else {}
         snap = collect_live(
             args.target,
             namespace=args.namespace,
@@ -58,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.request_timeout,
             quiet=args.quiet,
             workers=args.concurrency,
-            **window,
+            head_bytes=args.log_bytes,
+            tail_bytes=args.log_bytes,
         )
         diag = diagnose_snapshot(
             snap, snap.meta.get("target", {}).get("name") or None, args.trainer_version, args.signatures
