@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from ckpt_doctor.tui.commands import DoctorCommands
+from ckpt_doctor.tui.screens import SCREENS
 from ckpt_doctor.tui.screens.base import DoctorScreen, Frame
 from ckpt_doctor.tui.screens.overview import OverviewScreen
 from ckpt_doctor.tui.screens.picker import PickerScreen
@@ -36,7 +37,7 @@ DEFAULT_AUTO_REFRESH = 30.0
 # bindings the help lists elsewhere (screens, quit) or that are Textual's own plumbing
 HELP_SKIPS = frozenset(
     {"Help", "Quit", "Focus Next", "Focus Previous", "Page Left", "Page Right", "Copy selected text"}
-    | {"TrainJobs", "Overview", "Findings", "Timeline", "Logs", "Events"}
+    | {label for _, _, label, _ in SCREENS}
 )
 FOLLOW_REFRESH = 5.0
 
@@ -105,12 +106,7 @@ class DoctorApp(App[int]):
         Binding("escape", "back", "Back", key_display="esc"),
         Binding("r", "refresh", "Refresh"),
         Binding("q", "quit", "Quit"),
-        Binding("0", "goto('picker')", "TrainJobs", show=False),
-        Binding("1", "goto('overview')", "Overview", show=False),
-        Binding("2", "goto('findings')", "Findings", show=False),
-        Binding("3", "goto('timeline')", "Timeline", show=False),
-        Binding("4", "goto('logs')", "Logs", show=False),
-        Binding("5", "goto('events')", "Events", show=False),
+        *(Binding(key, f"goto('{name}')", label, show=False) for key, name, label, _ in SCREENS),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
     ]
 

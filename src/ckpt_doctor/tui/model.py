@@ -666,9 +666,7 @@ def _primary(runs: list[Run]) -> Run:
 
     with_log = [r for r in runs if r.log is not None]
     pool = with_log or runs
-    return min(
-        pool, key=lambda r: (r.pod.labels.get(COMPLETION_INDEX, "0") != "0", r.pod.name)
-    )
+    return min(pool, key=lambda r: (r.pod.labels.get(COMPLETION_INDEX, "0") != "0", r.pod.name))
 
 
 def _ended(r: Run, running: bool) -> str:

@@ -9,16 +9,9 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ckpt_doctor.tui.screens import SCREENS
 from ckpt_doctor.tui.widgets.tone import var
 
-SCREENS = (
-    ("0", "TrainJobs", "pick one: state, age, restarts, verdict"),
-    ("1", "Overview", "verdict (symptom → cause → fix), objects by health"),
-    ("2", "Findings", "failed, not evaluated (why), passed; evidence jumps"),
-    ("3", "Timeline", "step over time per attempt: rewinds, saves, stops"),
-    ("4", "Logs", "per pod/container, current or previous"),
-    ("5", "Events", "newest first; w: warnings only"),
-)
 WIDGET_KEYS = (("enter", "open, jump"), ("tab", "next pane"), ("q", "Quit"))
 COLUMN = 34
 
@@ -53,8 +46,8 @@ class HelpScreen(ModalScreen[None]):
                 f"{cell[11:]:<{COLUMN - 11}}" if n % 2 == 0 else cell[11:],
             ]
         parts += ["\n\n", ("Screens", "bold")]
-        for key, name, desc in SCREENS:
-            parts += ["\n  ", (f"{key:<3}", f"bold {var('text-accent')}"), (f"{name:<11}", "bold"), desc]
+        for key, _, label, desc in SCREENS:
+            parts += ["\n  ", (f"{key:<3}", f"bold {var('text-accent')}"), (f"{label:<11}", "bold"), desc]
         parts += [
             "\n\n",
             ("Mouse", "bold"),

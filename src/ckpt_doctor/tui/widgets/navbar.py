@@ -5,13 +5,9 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-TABS = (
-    ("1", "overview", "Overview"),
-    ("2", "findings", "Findings"),
-    ("3", "timeline", "Timeline"),
-    ("4", "logs", "Logs"),
-    ("5", "events", "Events"),
-)
+from ckpt_doctor.tui.screens import SCREENS
+
+TABS = tuple((key, name, label) for key, name, label, _ in SCREENS if name != "picker")  # one TrainJob's screens
 
 
 class NavBar(Static):
