@@ -407,7 +407,10 @@ def _subject_text(s: dict[str, Any] | None) -> str:
     return "/".join(p for p in parts if p)
 
 
-def finding_view(f: Finding, status: dict[str, str], objects: dict[str, Any], logs: set[LogKey]) -> FindingView:
+def finding_view(
+    f: Finding, graph: list[list[tuple[str, str]]], objects: dict[str, Any], logs: set[LogKey]
+) -> FindingView:
+    """One finding for the screens; `graph` is its rule's paths in the rule graph (see graph_paths)."""
     from ckpt_doctor.report.evidence import describe
 
     items = []
@@ -432,7 +435,7 @@ def finding_view(f: Finding, status: dict[str, str], objects: dict[str, Any], lo
         evidence=items,
         fix=(f.result.fix or f.rule.fix).strip(),
         docs=list(f.rule.docs),
-        graph=graph_paths(f.rule.id, f.rule.kind, status),
+        graph=graph,
     )
 
 
@@ -794,8 +797,11 @@ def build_view(diag: Diagnosis, now: float | None = None) -> View:
     status = _rule_status(diag)
     views: dict[int, FindingView] = {}
     findings = []
+    paths: dict[str, list[list[tuple[str, str]]]] = {}  # per rule: a rule with many subjects is searched once
     for f in diag.findings:
-        v = finding_view(f, status, objects, log_keys)
+        if f.rule.id not in paths:
+            paths[f.rule.id] = graph_paths(f.rule.id, f.rule.kind, status)
+        v = finding_view(f, paths[f.rule.id], objects, log_keys)
         views[id(f)] = v
         findings.append(v)
     verdict = [
