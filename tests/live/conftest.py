@@ -99,13 +99,22 @@ def findings(doc: dict[str, Any]) -> set[tuple[str, str, str | None, str | None,
     return out
 
 
+@contextlib.contextmanager
+def serving() -> Iterator[FakeKube]:
+    """A started fake API server for the block; on exit it is stopped and must not have hit a bug of its own.
+
+    Stopping is idempotent, so the block may stop the server itself (the cluster going away)."""
+    with FakeKube() as kube:
+        yield kube
+    assert kube.errors == [], "the fake API server hit a bug"
+
+
 @pytest.fixture
 def fake() -> Iterator[FakeKube]:
     if REAL_KUBECONFIG:
         pytest.skip("needs the fake API server; CKPT_DOCTOR_KUBECONFIG points at a real cluster")
-    with FakeKube() as kube:
+    with serving() as kube:
         yield kube
-        assert kube.errors == [], "the fake API server hit a bug"
 
 
 @pytest.fixture
@@ -128,4 +137,4 @@ def live(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Live]:
     yield Live(kc, f"{sc.namespace}/{sc.name}", kube, sc)
 
 
-__all__ = ["NAME", "NS", "Live", "Result", "findings", "run_cli", "run_subprocess"]
+__all__ = ["NAME", "NS", "Live", "Result", "findings", "run_cli", "run_subprocess", "serving"]

@@ -182,11 +182,10 @@ def _planted() -> Scenario:
 
 
 @pytest.fixture
-def planted(tmp_path: Path) -> tuple[FakeKube, Path]:
+def planted(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[FakeKube, Path]:
     if REAL_KUBECONFIG:
         pytest.skip("plants secrets: fake API server only")
-    kube = FakeKube()
-    kube.start()
+    kube: FakeKube = request.getfixturevalue("fake")  # started; stopped and checked for server bugs after the test
     sc = _planted()
     sc.load(kube)
     tj = kube.get("trainjobs", NS, NAME)
@@ -221,7 +220,7 @@ ALL_SECRETS = [s for _, s, _ in SHAPES] + list(NAMED.values()) + ["ArgNextSecret
 
 
 def test_planted_secrets_never_reach_a_bundle_or_a_report(planted: tuple[FakeKube, Path], tmp_path: Path) -> None:
-    kube, kc = planted
+    _, kc = planted
     out = tmp_path / "evidence.tar.gz"
     got = run_cli(["collect", NAME, "-o", str(out), "--kubeconfig", str(kc)])
     assert got.rc == 0, got.err
@@ -244,11 +243,10 @@ def test_planted_secrets_never_reach_a_bundle_or_a_report(planted: tuple[FakeKub
         assert rep.rc in (0, 1), rep.err
         assert [s for s in ALL_SECRETS if s in rep.out + rep.err] == []
     assert findings(reports[1].json()) == findings(reports[-1].json())
-    kube.stop()
 
 
 def test_no_redact_says_what_it_does(planted: tuple[FakeKube, Path], tmp_path: Path) -> None:
-    kube, kc = planted
+    _, kc = planted
     out = tmp_path / "raw"
     got = run_cli(["collect", NAME, "-o", str(out), "--kubeconfig", str(kc), "--no-redact"])
     assert got.rc == 0 and "WARNING: --no-redact" in got.err
@@ -258,11 +256,10 @@ def test_no_redact_says_what_it_does(planted: tuple[FakeKube, Path], tmp_path: P
         ["collect", "--help"],
     ).out
     assert "--no-redact" in helptext and "exactly as the cluster has them" in helptext
-    kube.stop()
 
 
 def test_custom_pattern_from_the_cli(planted: tuple[FakeKube, Path], tmp_path: Path) -> None:
-    kube, kc = planted
+    _, kc = planted
     out = tmp_path / "custom"
     got = run_cli(["collect", NAME, "-o", str(out), "--kubeconfig", str(kc), "--redact-pattern", r"rank \d+"])
     assert got.rc == 0, got.err
@@ -270,7 +267,6 @@ def test_custom_pattern_from_the_cli(planted: tuple[FakeKube, Path], tmp_path: P
     assert "rank 0" not in logs and "<redacted:custom> starting" in logs
     bad = run_cli(["collect", NAME, "-o", str(tmp_path / "x"), "--kubeconfig", str(kc), "--redact-pattern", "("])
     assert bad.rc == 3 and "not a valid regular expression" in bad.err
-    kube.stop()
 
 
 def test_gap_reasons_pass_through_the_redactor() -> None:

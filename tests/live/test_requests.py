@@ -9,7 +9,7 @@ import pytest
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 from ckpt_doctor.sources.live import collect_live
 from tests.fakeapi.server import FakeKube
-from tests.live.conftest import REAL_KUBECONFIG, findings, run_cli
+from tests.live.conftest import REAL_KUBECONFIG, findings, run_cli, serving
 from tests.live.scenario import NAME, NS, Scenario, pod_name
 
 pytestmark = pytest.mark.skipif(bool(REAL_KUBECONFIG), reason="counts requests on the fake API server")
@@ -32,13 +32,11 @@ FIXED = [  # what one collection asks, whatever the number of pods
 
 
 def _collect(tmp_path: Path, sc: Scenario, **kw: object) -> tuple[FakeKube, list[str], list[str]]:
-    kube = FakeKube()
-    kube.start()
-    sc.load(kube)
-    kc = kube.kubeconfig(tmp_path / f"kc{sc.pods}", namespace=NS)
-    kube.reset_requests()
-    collect_live(NAME, kubeconfig=str(kc), **kw)  # type: ignore[arg-type]
-    kube.stop()
+    with serving() as kube:
+        sc.load(kube)
+        kc = kube.kubeconfig(tmp_path / f"kc{sc.pods}", namespace=NS)
+        kube.reset_requests()
+        collect_live(NAME, kubeconfig=str(kc), **kw)  # type: ignore[arg-type]
     paths = [r.path for r in kube.requests]
     logs = [p for p in paths if p.endswith("/log")]
     return kube, [p for p in paths if not p.endswith("/log")], logs
@@ -64,9 +62,6 @@ def test_many_nodes_are_listed_once(tmp_path: Path) -> None:
 
 def test_big_log_costs_two_bounded_reads_and_keeps_head_and_tail(tmp_path: Path) -> None:
     sc = Scenario(pods=1)
-    kube = FakeKube()
-    kube.start()
-    sc.load(kube)
     pod = pod_name(NAME, 0)
     middle = b"".join(b"step %d loss 1.0 lr 3e-5 grad_norm 0.9 tokens/s 5123\n" % s for s in range(120_000))
     big = (
@@ -75,24 +70,25 @@ def test_big_log_costs_two_bounded_reads_and_keeps_head_and_tail(tmp_path: Path)
         + b"[checkpoint] saved /ckpt/sft-run/checkpoint-900\nstep 920 loss 0.7\n"
     )
     assert len(big) > 20 * (HEAD_BYTES + TAIL_BYTES)
-    kube.set_log(NS, pod, "node", big)
-    kc = kube.kubeconfig(tmp_path / "kc", namespace=NS)
-    kube.reset_requests()
-    snap = collect_live(NAME, kubeconfig=str(kc))
-    reads = [r.query for r in kube.requests if r.path.endswith(f"/{pod}/log") and r.query.get("previous") != "true"]
-    assert len(reads) == 2
-    assert reads[0]["limitBytes"] == str(HEAD_BYTES) and "tailLines" not in reads[0]
-    assert "tailLines" in reads[1] and int(reads[1]["limitBytes"]) <= 4 * TAIL_BYTES
-    ref = snap.logs[(pod, "node", False)]
-    assert ref.read_head(HEAD_BYTES) == big[:HEAD_BYTES]
-    assert ref.read_tail(TAIL_BYTES) == big[-TAIL_BYTES:]
-    assert ref.size is not None and ref.size < HEAD_BYTES + TAIL_BYTES + 1024
-    # the same windows reach a bundle: collect, read back, same findings (evidence included)
-    live = run_cli(["diagnose", NAME, "--kubeconfig", str(kc), "-o", "json"])
-    out = tmp_path / "big.tar.gz"
-    assert run_cli(["collect", NAME, "-o", str(out), "--kubeconfig", str(kc), "-q"]).rc == 0
-    offline = run_cli(["diagnose", "--bundle", str(out), "-o", "json"])
-    kube.stop()
+    with serving() as kube:
+        sc.load(kube)
+        kube.set_log(NS, pod, "node", big)
+        kc = kube.kubeconfig(tmp_path / "kc", namespace=NS)
+        kube.reset_requests()
+        snap = collect_live(NAME, kubeconfig=str(kc))
+        reads = [r.query for r in kube.requests if r.path.endswith(f"/{pod}/log") and r.query.get("previous") != "true"]
+        assert len(reads) == 2
+        assert reads[0]["limitBytes"] == str(HEAD_BYTES) and "tailLines" not in reads[0]
+        assert "tailLines" in reads[1] and int(reads[1]["limitBytes"]) <= 4 * TAIL_BYTES
+        ref = snap.logs[(pod, "node", False)]
+        assert ref.read_head(HEAD_BYTES) == big[:HEAD_BYTES]
+        assert ref.read_tail(TAIL_BYTES) == big[-TAIL_BYTES:]
+        assert ref.size is not None and ref.size < HEAD_BYTES + TAIL_BYTES + 1024
+        # the same windows reach a bundle: collect, read back, same findings (evidence included)
+        live = run_cli(["diagnose", NAME, "--kubeconfig", str(kc), "-o", "json"])
+        out = tmp_path / "big.tar.gz"
+        assert run_cli(["collect", NAME, "-o", str(out), "--kubeconfig", str(kc), "-q"]).rc == 0
+        offline = run_cli(["diagnose", "--bundle", str(out), "-o", "json"])
     assert findings(live.json()) == findings(offline.json())
     ev = lambda doc: [f["evidence"] for f in doc["findings"]]  # noqa: E731
     assert ev(live.json()) == ev(offline.json())
@@ -101,17 +97,15 @@ def test_big_log_costs_two_bounded_reads_and_keeps_head_and_tail(tmp_path: Path)
 def test_one_endless_line_is_still_bounded(tmp_path: Path) -> None:
     """A tqdm bar that never prints a newline: the tail read falls back to fewer lines, never the whole log."""
     sc = Scenario(pods=1)
-    kube = FakeKube()
-    kube.start()
-    sc.load(kube)
     pod = pod_name(NAME, 0)
     bar = b"".join(b"\r 45%%|#####     | %d/20000 [01:02<01:13, 3.2it/s]" % s for s in range(40_000))
-    kube.set_log(NS, pod, "node", b"[checkpoint] no prior checkpoint in /ckpt/sft-run, starting fresh\n" + bar)
-    kc = kube.kubeconfig(tmp_path / "kc", namespace=NS)
-    kube.reset_requests()
-    snap = collect_live(NAME, kubeconfig=str(kc))
-    reads = [r.query for r in kube.requests if r.path.endswith(f"/{pod}/log") and r.query.get("previous") != "true"]
-    kube.stop()
+    with serving() as kube:
+        sc.load(kube)
+        kube.set_log(NS, pod, "node", b"[checkpoint] no prior checkpoint in /ckpt/sft-run, starting fresh\n" + bar)
+        kc = kube.kubeconfig(tmp_path / "kc", namespace=NS)
+        kube.reset_requests()
+        snap = collect_live(NAME, kubeconfig=str(kc))
+        reads = [r.query for r in kube.requests if r.path.endswith(f"/{pod}/log") and r.query.get("previous") != "true"]
     assert 2 <= len(reads) <= 8 and all(int(q["limitBytes"]) <= 8 << 20 for q in reads)
     ref = snap.logs[(pod, "node", False)]
     assert ref.read_head(HEAD_BYTES).startswith(b"[checkpoint] no prior")

@@ -121,3 +121,4 @@ def fake_kube(tmp_path: Path) -> Iterator[tuple[FakeKube, Path]]:
         yield kube, kubeconfig
     finally:
         kube.stop()
+    assert kube.errors == [], "the fake API server hit a bug"

@@ -103,17 +103,15 @@ FIRST_FRAME = textwrap.dedent(
 )
 
 
-def test_first_frame_comes_before_the_kubernetes_client(tmp_path: Path) -> None:
-    with FakeKube() as kube:
-        kube.load_bundle(ROOT / "examples" / "final-checkpoint-missing")
-        kubeconfig = kube.kubeconfig(tmp_path / "kubeconfig", namespace=NS)
-        out = subprocess.run(
-            [sys.executable, "-c", FIRST_FRAME, f"{NS}/{NAME}", str(kubeconfig)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
+def test_first_frame_comes_before_the_kubernetes_client(fake_kube: tuple[FakeKube, Path]) -> None:
+    _, kubeconfig = fake_kube
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_FRAME, f"{NS}/{NAME}", str(kubeconfig)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["at_first_frame"] == {"kubernetes": False, "networkx": False}

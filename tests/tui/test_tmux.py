@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -51,6 +51,14 @@ class Term:
         raise AssertionError(f"timed out waiting for {what!r}; the screen shows:\n{text}")
 
 
+@pytest.fixture
+def term() -> Iterator[Term]:
+    """A tmux server on a private socket, killed after the test whatever happened."""
+    t = Term(f"ckpt-doctor-test-{uuid.uuid4().hex[:8]}")
+    yield t
+    t.tmux("kill-server", check=False)
+
+
 def start(term: Term, command: str, env: dict[str, str]) -> None:
     """Run `command` in a detached 100×30 session on the private socket."""
     size = ["-x", "100", "-y", "30"]
@@ -65,41 +73,32 @@ def exit_code(rc: Path) -> str:
     return rc.read_text().strip() if rc.exists() else "never exited"
 
 
-def test_tui_in_tmux_on_a_bundle(tmp_path: Path) -> None:
+def test_tui_in_tmux_on_a_bundle(term: Term, tmp_path: Path) -> None:
     """The bundle path: a forked reader process before the app starts, in a real terminal."""
     rc = tmp_path / "rc"
-    term = Term(f"ckpt-doctor-test-{uuid.uuid4().hex[:8]}")
     bundle = ROOT / "examples" / "lexical-sort-older"
     start(term, f"'{PROGRAM}' tui --bundle '{bundle}'; echo $? > '{rc}'", {**os.environ, "TERM": "xterm-256color"})
-    try:
-        term.wait("resumed-older-checkpoint")
-        term.keys("3")
-        screen = term.wait("a1 jobset-restart 950→1100")
-        assert "(older ckpt)" in screen
-        term.keys("q")
-        assert exit_code(rc) == "0"
-    finally:
-        term.tmux("kill-server", check=False)
+    term.wait("resumed-older-checkpoint")
+    term.keys("3")
+    screen = term.wait("a1 jobset-restart 950→1100")
+    assert "(older ckpt)" in screen
+    term.keys("q")
+    assert exit_code(rc) == "0"
 
 
-def test_tui_in_tmux_against_the_fake_api_server(tmp_path: Path) -> None:
+def test_tui_in_tmux_against_the_fake_api_server(fake_kube: tuple[FakeKube, Path], term: Term, tmp_path: Path) -> None:
+    """`term` is set up after `fake_kube`, so tmux is killed before the server stops."""
     rc = tmp_path / "rc"
-    with FakeKube() as kube:
-        kube.load_bundle(ROOT / "examples" / "final-checkpoint-missing")
-        kubeconfig = kube.kubeconfig(tmp_path / "kubeconfig", namespace=NS)
-        term = Term(f"ckpt-doctor-test-{uuid.uuid4().hex[:8]}")
-        command = f"'{PROGRAM}' tui {NS}/{NAME} --kubeconfig '{kubeconfig}'; echo $? > '{rc}'"
-        start(term, command, {**os.environ, "TERM": "xterm-256color", "KUBECONFIG": str(kubeconfig)})
-        try:
-            screen = term.wait("final-checkpoint-missing")
-            assert "sigterm-not-forwarded" in term.wait("fix:")
-            assert "1 Overview" in screen
-            term.keys("2")
-            term.wait("FAILED (3)")
-            term.keys("e", "Down", "Enter")
-            screen = term.wait("line 57/59")
-            assert "480/1000" in screen
-            term.keys("q")
-            assert exit_code(rc) == "0"
-        finally:
-            term.tmux("kill-server", check=False)
+    _, kubeconfig = fake_kube
+    command = f"'{PROGRAM}' tui {NS}/{NAME} --kubeconfig '{kubeconfig}'; echo $? > '{rc}'"
+    start(term, command, {**os.environ, "TERM": "xterm-256color", "KUBECONFIG": str(kubeconfig)})
+    screen = term.wait("final-checkpoint-missing")
+    assert "sigterm-not-forwarded" in term.wait("fix:")
+    assert "1 Overview" in screen
+    term.keys("2")
+    term.wait("FAILED (3)")
+    term.keys("e", "Down", "Enter")
+    screen = term.wait("line 57/59")
+    assert "480/1000" in screen
+    term.keys("q")
+    assert exit_code(rc) == "0"
