@@ -269,6 +269,24 @@ async def test_events_sorted_newest_first_with_warnings_toggle() -> None:
         assert len(screen.rows) == total
 
 
+async def test_a_verdict_arriving_changes_its_row_in_place(two_jobs: Path, monkeypatch) -> None:
+    from dataclasses import replace
+
+    app = DoctorApp(Target(bundle=two_jobs))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle_until(pilot, lambda: all_verdicts(app))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        table = screen.query_one(DataTable)
+        clears: list[int] = []
+        monkeypatch.setattr(table, "clear", lambda *a, **k: clears.append(1))  # a refill would call it
+        row = app.rows[0]
+        screen.update_row(replace(row, verdict="✗ a new verdict"))
+        await settle(pilot)
+        assert clears == []
+        assert str(table.get_cell(row.key, screen._columns[-1])) == "✗ a new verdict"
+
+
 async def test_picker_lists_trainjobs_filters_and_opens_one(two_jobs: Path) -> None:
     app = DoctorApp(Target(bundle=two_jobs))
     async with app.run_test(size=(120, 30)) as pilot:

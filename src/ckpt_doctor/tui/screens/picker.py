@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -35,7 +35,7 @@ class PickerScreen(ListFilter, Frame):
         yield FilterBar("filter TrainJobs (name, state, verdict)…", id="filter")
 
     def setup(self) -> None:
-        self.query_one("#jobs", DataTable).add_columns(*COLUMNS)
+        self._columns = self.query_one("#jobs", DataTable).add_columns(*COLUMNS)
         self.app.theme_changed_signal.subscribe(self, lambda _: self._fill())
         rows = getattr(self.app, "rows", None)
         if rows is not None:
@@ -53,9 +53,22 @@ class PickerScreen(ListFilter, Frame):
         self.failed = failed
         self._fill()
 
-    def _fill(self) -> None:
+    def _cells(self, r: JobRow) -> tuple[Any, ...]:
         from ckpt_doctor.tui.model import HEALTH_MARK  # rows exist, so the model is loaded already
 
+        app = self.app
+        return (
+            Text(f"{HEALTH_MARK[r.health]} {r.key}", style=tone.rich(app, tone.HEALTH_VAR[r.health])),
+            r.state,
+            r.age,
+            r.restarts,
+            Text(
+                r.verdict,
+                style=tone.rich(app, tone.HEALTH_VAR[r.health] if r.verdict != "…" else "foreground-muted"),
+            ),
+        )
+
+    def _fill(self) -> None:
         needle = self.query_one("#filter", FilterBar).value.strip()
         table = self.query_one("#jobs", DataTable)
         keep = None
@@ -65,20 +78,9 @@ class PickerScreen(ListFilter, Frame):
             except Exception:
                 keep = None
         table.clear()
-        app = self.app
         shown = [r for r in self.rows if not needle or r.matches(needle)]
         for r in shown:
-            table.add_row(
-                Text(f"{HEALTH_MARK[r.health]} {r.key}", style=tone.rich(app, tone.HEALTH_VAR[r.health])),
-                r.state,
-                r.age,
-                r.restarts,
-                Text(
-                    r.verdict,
-                    style=tone.rich(app, tone.HEALTH_VAR[r.health] if r.verdict != "…" else "foreground-muted"),
-                ),
-                key=r.key,
-            )
+            table.add_row(*self._cells(r), key=r.key)
         if keep is not None:
             idx = next((i for i, r in enumerate(shown) if r.key == keep), None)
             if idx is not None:
@@ -97,10 +99,19 @@ class PickerScreen(ListFilter, Frame):
         self.query_one("#picker-title", Static).update(title)
 
     def update_row(self, row: JobRow) -> None:
+        """One row's verdict arrived: change its cells in place (a refill per row would make the
+        verdicts of N TrainJobs cost N² rows)."""
         for i, r in enumerate(self.rows):
             if r.key == row.key:
                 self.rows[i] = row
-                self._fill()
+                needle = self.query_one("#filter", FilterBar).value.strip()
+                table = self.query_one("#jobs", DataTable)
+                was_shown, shown = row.key in table.rows, not needle or row.matches(needle)
+                if was_shown and shown:
+                    for column, value in zip(self._columns, self._cells(row), strict=True):
+                        table.update_cell(row.key, column, value, update_width=True)
+                elif was_shown != shown:  # the new verdict moves it in or out of the filter
+                    self._fill()
                 return
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
