@@ -8,11 +8,9 @@ import shutil
 import tarfile
 from pathlib import Path
 
-import pytest
-
-from ckpt_doctor.cli import main
 from ckpt_doctor.pipeline import diagnose_snapshot
 from ckpt_doctor.sources.bundle import open_bundle
+from tests.clirun import run_cli
 from tests.scenario import Scenario
 from tests.stories import emptydir_fresh_start, healthy_resume
 
@@ -20,19 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "emptydir-fresh-start"
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    rc = main(list(args))
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
 def failed(path: Path, trainjob: str | None = None) -> set[str]:
     with open_bundle(path) as snap:
         return {f.rule.id for f in diagnose_snapshot(snap, trainjob).failed()}
 
 
-def assert_input_error(capsys, path: Path, *needles: str, extra: tuple[str, ...] = ()) -> str:
-    rc, _out, err = run(capsys, "diagnose", "--bundle", str(path), *extra)
+def assert_input_error(path: Path, *needles: str, extra: tuple[str, ...] = ()) -> str:
+    rc, _out, err = run_cli(["diagnose", "--bundle", str(path), *extra])
     assert rc == 3, err
     line = err.strip()
     assert "\n" not in line and "Traceback" not in line, err
@@ -48,43 +40,43 @@ def test_tar_gz_equals_directory(tmp_path: Path) -> None:
     assert failed(tgz) == failed(EXAMPLE) == {"fresh-start-after-restart", "ckpt-dir-not-persistent"}
 
 
-def test_missing_path(capsys, tmp_path: Path) -> None:
-    assert_input_error(capsys, tmp_path / "nope", "no such file")
+def test_missing_path(tmp_path: Path) -> None:
+    assert_input_error(tmp_path / "nope", "no such file")
 
 
-def test_broken_archive(capsys, tmp_path: Path) -> None:
+def test_broken_archive(tmp_path: Path) -> None:
     p = tmp_path / "broken.tar.gz"
     p.write_bytes(b"\x1f\x8b\x08\x00garbage" * 10)
-    assert_input_error(capsys, p, "broken.tar.gz")
+    assert_input_error(p, "broken.tar.gz")
 
 
-def test_archive_member_escaping(capsys, tmp_path: Path) -> None:
+def test_archive_member_escaping(tmp_path: Path) -> None:
     p = tmp_path / "evil.tar.gz"
     with tarfile.open(p, "w:gz") as tf:
         data = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
         info = tarfile.TarInfo("../../escape.yaml")
         info.size = len(data)
         tf.addfile(info, io.BytesIO(data))
-    assert_input_error(capsys, p, "refused")
+    assert_input_error(p, "refused")
     assert not (tmp_path.parent / "escape.yaml").exists()
 
 
-def test_malformed_yaml_names_file_and_line(capsys, tmp_path: Path) -> None:
+def test_malformed_yaml_names_file_and_line(tmp_path: Path) -> None:
     d = tmp_path / "b"
     shutil.copytree(EXAMPLE, d)
     (d / "extra.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n")
-    line = assert_input_error(capsys, d, "extra.yaml", "malformed YAML", "line")
+    line = assert_input_error(d, "extra.yaml", "malformed YAML", "line")
     assert line.startswith("ckpt-doctor: error:")
 
 
-def test_malformed_json(capsys, tmp_path: Path) -> None:
+def test_malformed_json(tmp_path: Path) -> None:
     d = tmp_path / "b"
     shutil.copytree(EXAMPLE, d)
     (d / "pods2.json").write_text('{"apiVersion": "v1", "kind": "List", "items": [}')
-    assert_input_error(capsys, d, "pods2.json", "malformed JSON")
+    assert_input_error(d, "pods2.json", "malformed JSON")
 
 
-def test_alias_bomb(capsys, tmp_path: Path) -> None:
+def test_alias_bomb(tmp_path: Path) -> None:
     d = tmp_path / "b"
     shutil.copytree(EXAMPLE, d)
     lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
@@ -95,24 +87,24 @@ def test_alias_bomb(capsys, tmp_path: Path) -> None:
         + "\n".join("  " + line for line in lines)
         + "\n"
     )
-    assert_input_error(capsys, d, "bomb.yaml", "alias")
+    assert_input_error(d, "bomb.yaml", "alias")
 
 
-def test_binary_object_file(capsys, tmp_path: Path) -> None:
+def test_binary_object_file(tmp_path: Path) -> None:
     d = tmp_path / "b"
     shutil.copytree(EXAMPLE, d)
     (d / "blob.yaml").write_bytes(b"\x00\x01\x02" * 1000)
-    assert_input_error(capsys, d, "blob.yaml", "binary")
+    assert_input_error(d, "blob.yaml", "binary")
 
 
-def test_no_trainjob(capsys, tmp_path: Path) -> None:
+def test_no_trainjob(tmp_path: Path) -> None:
     d = tmp_path / "b"
     d.mkdir()
     (d / "pvc.yaml").write_text("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: ckpt}\n")
-    assert_input_error(capsys, d, "no TrainJob")
+    assert_input_error(d, "no TrainJob")
 
 
-def test_several_trainjobs(capsys, tmp_path: Path) -> None:
+def test_several_trainjobs(tmp_path: Path) -> None:
     d = tmp_path / "b"
     healthy_resume().write(d / "a")
     broken = emptydir_fresh_start()
@@ -120,12 +112,12 @@ def test_several_trainjobs(capsys, tmp_path: Path) -> None:
     broken.write(d / "b")
     (d / "a" / "bundle.yaml").unlink()
     (d / "b" / "bundle.yaml").unlink()
-    line = assert_input_error(capsys, d, "2 TrainJobs", "team-a/other-job", "team-a/sft-resumable")
+    line = assert_input_error(d, "2 TrainJobs", "team-a/other-job", "team-a/sft-resumable")
     assert "--trainjob" in line
     # objects of the other TrainJob never produce the target's findings
     assert failed(d, "sft-resumable") == set()
     assert failed(d, "team-a/other-job") == {"fresh-start-after-restart", "ckpt-dir-not-persistent"}
-    assert_input_error(capsys, d, "not found", extra=("--trainjob", "nope"))
+    assert_input_error(d, "not found", extra=("--trainjob", "nope"))
 
 
 def test_unknown_kinds_are_ignored(tmp_path: Path) -> None:

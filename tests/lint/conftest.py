@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from tests.clirun import run_cli
+
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
 REPO = HERE.parent.parent
@@ -90,16 +92,6 @@ def findings_schema() -> dict[str, Any]:
 
 
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]):
+def cli():
     """Run the CLI in-process: returns (exit code, stdout, stderr)."""
-    from ckpt_doctor.cli import main
-
-    def run(*args: str) -> tuple[int, str, str]:
-        try:
-            rc = main(list(args))
-        except SystemExit as e:  # argparse usage errors
-            rc = int(e.code or 0)
-        out = capsys.readouterr()
-        return rc, out.out, out.err
-
-    return run
+    return lambda *args: run_cli(args)

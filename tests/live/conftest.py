@@ -7,8 +7,6 @@ read-only tests against that real cluster instead; tests that seed objects or in
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.clirun import Result, run_cli
 from tests.fakeapi.server import FakeKube
 from tests.live.scenario import NAME, NS, Scenario
 
@@ -53,28 +52,6 @@ class Live:
         if live:
             argv += ["--kubeconfig", str(self.kubeconfig)]
         return run_cli(argv)
-
-
-@dataclass
-class Result:
-    rc: int
-    out: str
-    err: str
-
-    def json(self) -> dict[str, Any]:
-        return json.loads(self.out)
-
-
-def run_cli(argv: list[str]) -> Result:
-    from ckpt_doctor.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(argv)
-        except SystemExit as e:  # argparse
-            rc = int(e.code or 0)
-    return Result(rc, out.getvalue(), err.getvalue())
 
 
 def run_subprocess(argv: list[str], **kw: Any) -> subprocess.Popen[str]:
