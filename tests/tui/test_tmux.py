@@ -80,7 +80,8 @@ def test_tui_in_tmux_on_a_bundle(term: Term, tmp_path: Path) -> None:
     start(term, f"'{PROGRAM}' tui --bundle '{bundle}'; echo $? > '{rc}'", {**os.environ, "TERM": "xterm-256color"})
     term.wait("resumed-older-checkpoint")
     term.keys("3")
-    screen = term.wait("a1 jobset-restart 950→1100")
+    # the chart's legend and the table's lost-work cell: both on one screen
+    screen = term.wait(lambda s: "a1 jobset-restart 950→1100" in s and "(older ckpt)" in s)
     assert "(older ckpt)" in screen
     term.keys("q")
     assert exit_code(rc) == "0"
