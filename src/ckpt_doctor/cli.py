@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ckpt_doctor import __version__
-from ckpt_doctor.errors import EXIT_INPUT, EXIT_USAGE, InputError
+from ckpt_doctor.errors import EXIT_INPUT, EXIT_USAGE, InputError, InternalError, UsageError
 
 # verb modules, in the order `--help` lists them; each has register(subparsers)
 VERBS = ("tui", "diagnose", "lint", "explain_error", "collect", "drill", "report", "rules", "rbac")
@@ -111,6 +111,12 @@ def _verbs(parser: argparse.ArgumentParser) -> set[str]:
     return set()
 
 
+def _one_line(e: BaseException) -> str:
+    from ckpt_doctor.sources.redact import redact_text
+
+    return redact_text(" ".join(str(e).split()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     bare = not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"))
@@ -127,8 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
+    except UsageError as e:
+        print(f"ckpt-doctor {args.verb}: error: {e}", file=sys.stderr)
+        print(f"(see `ckpt-doctor {args.verb} --help`)", file=sys.stderr)
+        return EXIT_USAGE
     except InputError as e:
-        print("ckpt-doctor: error: " + " ".join(str(e).split()), file=sys.stderr)
+        print("ckpt-doctor: error: " + _one_line(e), file=sys.stderr)
+        return EXIT_INPUT
+    except InternalError as e:
+        hint = "please report it (CKPT_DOCTOR_DEBUG=1 shows the traceback)"
+        print(f"ckpt-doctor: internal error: {_one_line(e)}; {hint}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("ckpt-doctor: interrupted", file=sys.stderr)

@@ -19,3 +19,11 @@ class InputError(Exception):
         self.where = where
         self.message = message
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class UsageError(Exception):
+    """The command line is wrong (a missing or conflicting argument): exit 2, like argparse's own errors."""
+
+
+class InternalError(Exception):
+    """A bug in ckpt-doctor (a check raised): exit 3 loudly, never a silent pass."""

@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ckpt_doctor.coverage import ABSENT, Known
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.snapshot import Obj, Origin, Snapshot
+from ckpt_doctor.typed import clean
 from ckpt_doctor.yamlio import kube_objects
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
@@ -55,6 +57,33 @@ class Scope:
         if self.trainjob is None:
             return None
         return {"kind": "TrainJob", "namespace": self.trainjob.namespace or "default", "name": self.trainjob.name}
+
+    def refs(self) -> set[str]:
+        """`Kind/namespace/name` of every object in scope (what a malformed field is matched against)."""
+        cached = self.__dict__.get("_refs")
+        if cached is None:
+            objs: list[Obj | None] = [self.trainjob, self.runtime, self.jobset, *self.jobs, *self.pods, *self.events]
+            objs += [*self.pvcs.values(), *self.pvs.values(), *self.storageclasses.values(), *self.nodes.values()]
+            objs += [*self.workloads, *self.configmaps.values()]
+            cached = self.__dict__["_refs"] = {o.ref() for o in objs if o is not None}
+        return cached
+
+    def absence_proof(self, kind: str, name: str) -> Known | None:
+        """An event of the target's that says `kind` `name` was not found (e.g. a pod's FailedScheduling)."""
+        needle = f'{kind.lower()} "{name}" not found'
+        for ev in self.events:
+            f = event_fields(ev)
+            if needle in f["message"].lower():
+                proof = {
+                    "type": "event",
+                    "object": f["object"],
+                    "reason": f["reason"],
+                    "message": f["message"],
+                    "count": f["count"],
+                    "lastTimestamp": f["lastTimestamp"],
+                }
+                return Known(ABSENT, f"{f['reason']} on {f['object']}: {f['message'][:160]}", proof)
+        return None
 
     def trainer_pods(self) -> list[Obj]:
         """Pods of the trainer replicated job (`node`), or all pods when unlabeled."""
@@ -175,10 +204,16 @@ def _find_runtime(sc: Scope) -> None:
         text = (cm.raw.get("data") or {}).get("runtime")
         if isinstance(text, str):
             where = f"ConfigMap/{tj.namespace}/{cm.name} data.runtime"
-            objs = list(kube_objects(text, where))
+            try:
+                objs = list(kube_objects(text, where))
+            except InputError as e:  # a broken snapshot is this TrainJob's fact, not a broken bundle
+                objs = []
+                sc.runtime_missing = f"the runtime snapshot cannot be read ({e.message})"
             if objs:
                 origin = cm.origin or Origin(where)
-                sc.runtime = Obj(objs[0], origin)
+                raw, bad = clean(objs[0], str(objs[0].get("kind") or ""))
+                sc.runtime = Obj(raw, origin)
+                snap.coverage.malformed.extend(bad)
                 sc.runtime_source = "runtime-snapshot"
                 return
     if not rname:

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ckpt_doctor.coverage import Coverage
+from ckpt_doctor.typed import clean
+
 TRAINER_GROUP = "trainer.kubeflow.org"
 JOBSET_GROUP = "jobset.x-k8s.io"
 
@@ -196,14 +199,47 @@ class Snapshot:
     meta: dict[str, Any] = field(default_factory=dict)
     source: str = "bundle"  # bundle | live | manifests
     location: str = ""
+    coverage: Coverage = field(default_factory=Coverage)
+    notes: list[str] = field(default_factory=list)  # what the reader did that the user should know
 
     def __post_init__(self) -> None:
         self._by_kind: defaultdict[str, list[Obj]] | None = None
+        self._by_key: dict[tuple[str, str, str], Obj] | None = None
 
-    def add(self, obj: Obj) -> None:
+    def add(self, obj: Obj, dedupe: bool = False) -> None:
+        """Add an object, its fields checked against their types (typed.clean).
+
+        With `dedupe`, a second copy of the same kind/namespace/name is dropped when identical, and
+        otherwise the newer copy (higher resourceVersion, else newer managedFields time) is kept.
+        """
+        raw, bad = clean(obj.raw, obj.kind)
+        if bad:
+            obj.raw = raw
+            self.coverage.malformed.extend(bad)
+        if dedupe and obj.name:
+            if self._by_key is None:
+                self._by_key = {}
+            key = (obj.kind, obj.namespace or "", obj.name)
+            old = self._by_key.get(key)
+            if old is not None:
+                self._replace_duplicate(old, obj)
+                return
+            self._by_key[key] = obj
         self.objects.append(obj)
         if self._by_kind is not None:  # keep the index: readers that look up while adding stay linear
             self._by_kind[obj.kind].append(obj)
+
+    def _replace_duplicate(self, old: Obj, new: Obj) -> None:
+        if old.raw == new.raw:
+            return
+        keep_new, why = _choose(old, new)
+        where = " and ".join(o.origin.file for o in (old, new) if o.origin is not None) or "the input"
+        self.notes.append(f"{new.ref()} appears twice with different content ({where}); kept {why}")
+        if keep_new:
+            i = next(i for i, o in enumerate(self.objects) if o is old)
+            self.objects[i] = new
+            self._by_key[(new.kind, new.namespace or "", new.name)] = new  # type: ignore[index]
+            self._by_kind = None
 
     def extend(self, objs: Iterable[Obj]) -> None:
         for o in objs:
@@ -238,3 +274,25 @@ class Snapshot:
         for (p, _c, _prev), ref in self.logs.items():
             if p == pod:
                 yield ref
+
+
+def _rv(o: Obj) -> int | None:
+    rv = o.meta.get("resourceVersion")
+    return int(rv) if isinstance(rv, str) and rv.isdigit() else None
+
+
+def _managed_time(o: Obj) -> str:
+    times = [str(m.get("time") or "") for m in o.meta.get("managedFields") or [] if isinstance(m, dict)]
+    return max(times, default="")
+
+
+def _choose(old: Obj, new: Obj) -> tuple[bool, str]:
+    """(keep the new copy?, which was kept and why): the higher resourceVersion, else the newer
+    managedFields time, else the first copy read."""
+    ro, rn = _rv(old), _rv(new)
+    if ro is not None and rn is not None and ro != rn:
+        return rn > ro, f"the one with the higher resourceVersion ({max(ro, rn)})"
+    to, tn = _managed_time(old), _managed_time(new)
+    if to and tn and to != tn:
+        return tn > to, f"the one managed last ({max(to, tn)})"
+    return False, "the first one read"

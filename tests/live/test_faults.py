@@ -79,14 +79,6 @@ CASES = [
         1,
     ),
     Case(
-        "404-runtime",
-        lambda k: k.fault("get", "clustertrainingruntimes", status=404),
-        "clustertrainingruntimes",
-        "not found: ClusterTrainingRuntime torch-ckpt (404)",
-        "runtime",
-        1,
-    ),
-    Case(
         "500-events",
         lambda k: k.fault("list", "events", status=500),
         "events",
@@ -234,3 +226,19 @@ def test_every_fault_at_once_still_completes(faulty: tuple[FaultyKube, Path]) ->
     assert got.rc == 4, got.err
     whats = {g["what"] for g in got.json()["notCollected"]}
     assert whats == {"jobsets", "jobs", "pods", "events", "persistentvolumeclaims", "clustertrainingruntimes"}
+
+
+def test_a_runtime_that_answers_404_is_absent_not_unknown(faulty: tuple[FaultyKube, Path]) -> None:
+    """A 404 proves the runtime does not exist: runtime-ref-unresolved fails on it, it is no gap."""
+    kube, kc = faulty
+    kube.fault("get", "clustertrainingruntimes", status=404)
+    got = run_cli(["diagnose", f"{NS}/{NAME}", "--kubeconfig", str(kc), "-o", "json", "--fail-on", "critical"])
+    doc = got.json()
+    assert "clustertrainingruntimes" not in {g["what"] for g in doc["notCollected"]}
+    by_id = {f["rule"]: f for f in doc["findings"]}
+    assert by_id["runtime-ref-unresolved"]["status"] == "fail", by_id["runtime-ref-unresolved"]
+    assert "(404)" in by_id["runtime-ref-unresolved"]["detail"]
+    needing = [r for r in default_rules() if "diagnose" in r.modes and "runtime" in r.needs]
+    for rule in needing:
+        f = by_id[rule.id]
+        assert f["status"] == "not_evaluated" and "does not exist" in f["reason"], (rule.id, f)

@@ -13,6 +13,51 @@ from ckpt_doctor.yamlio import iter_documents
 
 REQUIRED = ("id", "kind", "severity", "title", "explanation", "fix")
 
+RUNTIME = ("TrainingRuntime", "ClusterTrainingRuntime")
+# Named groups of `reads:`: what whole families of checks read.
+READ_GROUPS: dict[str, tuple[tuple[str, str], ...]] = {
+    # the trainer's program: its container (pods, or runtime + overrides) and the files it mounts
+    "program": (
+        ("Pod", "spec"),
+        ("TrainJob", "spec"),
+        *((k, "spec") for k in RUNTIME),
+        ("ConfigMap", "data"),
+    ),
+    # the attempts: pods and their container statuses, restarts, suspend/resume, preemption
+    "history": (
+        ("Pod", "metadata"),
+        ("Pod", "status"),
+        ("Pod", "spec.containers"),
+        ("JobSet", "status"),
+        ("TrainJob", "status"),
+        ("Workload", "status"),
+        ("Event", ""),
+    ),
+    "storage": (
+        ("PersistentVolumeClaim", ""),
+        ("PersistentVolume", "spec"),
+        ("StorageClass", ""),
+        ("Pod", "spec.volumes"),
+    ),
+    "runtime": tuple((k, "spec") for k in RUNTIME),
+    "jobset": (("JobSet", "spec"), *((k, "spec.template") for k in RUNTIME)),
+    "events": (("Event", ""),),
+    "status": (("TrainJob", "status"), ("JobSet", "status")),
+}
+
+
+def parse_reads(v: Any, where: str, rid: str) -> tuple[tuple[str, str], ...]:
+    out: list[tuple[str, str]] = []
+    for item in _tuple(v):
+        if item in READ_GROUPS:
+            out += READ_GROUPS[item]
+            continue
+        kind, dot, path = item.partition(".")
+        if not kind or not kind[0].isupper():
+            raise InputError(f"rule {rid}: reads entry {item!r} is neither a group nor Kind.path", where)
+        out.append((kind, path if dot else ""))
+    return tuple(dict.fromkeys(out))
+
 
 def _tuple(v: Any) -> tuple[str, ...]:
     if v is None:
@@ -52,6 +97,8 @@ def parse_rule(doc: dict[str, Any], where: str) -> Rule:
         specific=_tuple(doc.get("specific")),
         guide_row=doc.get("guideRow"),
         source=where,
+        reads=parse_reads(doc.get("reads"), where, str(doc["id"])),
+        versioned=bool(doc.get("versioned")),
     )
 
 

@@ -32,6 +32,8 @@ class Rule:
     specific: tuple[str, ...] = ()  # more specific causes that take precedence over this one
     guide_row: str | None = None  # the guide troubleshooting row this rule covers
     source: str = ""
+    reads: tuple[tuple[str, str], ...] = ()  # (kind, field path prefix) the check reads: malformed => not_evaluated
+    versioned: bool = False  # its answer depends on the Trainer version: judged for every version still possible
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -13,6 +13,7 @@ from ckpt_doctor.engine.catalogue import default_rules
 from ckpt_doctor.engine.checks import load_checks
 from ckpt_doctor.engine.graph import build_graph, explaining
 from ckpt_doctor.engine.model import CONFIDENCE, Finding, Result, Rule, severity_rank, skip
+from ckpt_doctor.errors import InternalError
 from ckpt_doctor.facts.context import NEEDS_CLUSTER, Facts
 
 
@@ -123,19 +124,57 @@ def _run(rule: Rule, facts: Facts, checks: dict[str, Any]) -> list[Result]:
             why = facts.missing(need)
             if why:
                 return [skip(why, subject)]
+        bad = facts.malformed_for(rule)
+        if bad:
+            more = f" (+{len(bad) - 2} more)" if len(bad) > 2 else ""
+            return [skip("malformed input: " + "; ".join(m.reason for m in bad[:2]) + more, subject)]
+    if rule.versioned and facts.mode != "explain-error" and len(facts.version.candidates) > 1:
+        return _across_versions(rule, facts, checks, subject)
+    return _call(rule, facts, checks, subject)
+
+
+def _call(rule: Rule, facts: Facts, checks: dict[str, Any], subject: dict[str, Any] | None) -> list[Result]:
     try:
         out = checks[rule.id](facts, rule)
-    except Exception as e:  # a bug in one check must not hide the other findings
+    except Exception as e:  # a bug: say so loudly rather than let one check hide or pass anything
         if os.environ.get("CKPT_DOCTOR_DEBUG"):
             raise
-        return [skip(f"internal error in this check ({type(e).__name__}: {e}); please report it", subject)]
+        raise InternalError(f"the check of rule {rule.id} raised {type(e).__name__}: {e}") from e
     res = out if isinstance(out, list) else [out]
     for r in res:
         if r.subject is None:
             r.subject = subject
         if r.status == "fail" and not r.evidence:
-            raise AssertionError(f"check {rule.id} failed without evidence")
+            raise InternalError(f"the check of rule {rule.id} failed without evidence")
     return res or [skip("the check returned nothing", subject)]
+
+
+def _across_versions(
+    rule: Rule, facts: Facts, checks: dict[str, Any], subject: dict[str, Any] | None
+) -> list[Result]:
+    """A version-dependent rule when the Trainer version is not known: judged for every version still
+    possible; it passes or fails only when they all agree."""
+    v = facts.version
+    per = {c: _call(rule, facts.with_version(replace(v, version=c)), checks, subject) for c in v.candidates}
+    worst = {c: min(STATUS_ORDER[r.status] for r in res) for c, res in per.items()}
+    if len(set(worst.values())) == 1:
+        res = per[v.candidates[0]]  # the oldest: its reason rests on evidence, not on the version
+        span = f"{v.candidates[0]}–{v.candidates[-1]}"
+        for r in res:
+            if r.status == "pass":
+                r.reason = f"{r.reason} (the same on every Trainer version still possible, {span})"
+        return res
+    by_status: dict[str, list[str]] = {}
+    for c, w in worst.items():
+        by_status.setdefault(next(k for k, o in STATUS_ORDER.items() if o == w), []).append(c)
+    told = "; ".join(f"{st.replace('_', ' ')} on {', '.join(cs)}" for st, cs in sorted(by_status.items()))
+    return [
+        skip(
+            f"depends on the Trainer version, which is not known ({v.why}): {told}; "
+            "pass --trainer-version (or record cluster.trainerVersion in bundle.yaml)",
+            subject,
+        )
+    ]
 
 
 def _one_per_subject(res: list[Result]) -> list[Result]:

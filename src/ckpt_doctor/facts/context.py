@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from ckpt_doctor.coverage import Coverage, Known, Malformed
 from ckpt_doctor.facts.attempts import History, build_history
 from ckpt_doctor.facts.logs import Signature, load_signatures
 from ckpt_doctor.facts.overrides import TrainerJob, find_trainer_job, merged_trainer_pod_spec, pod_container
 from ckpt_doctor.facts.program import Text, TrainerSpec, texts
 from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs
 from ckpt_doctor.facts.versions import TrainerVersion, trainer_version
-from ckpt_doctor.scope import Scope
+from ckpt_doctor.scope import Scope, runtime_ref
 from ckpt_doctor.snapshot import Obj
 
 if TYPE_CHECKING:
     from ckpt_doctor.engine.model import Rule
 
 NEEDS_CLUSTER = "needs cluster evidence (pods, events, logs); lint sees only manifests"
+CLUSTER_KINDS = ("PersistentVolume", "StorageClass", "Node", "ClusterTrainingRuntime")
 
 
 @dataclass
@@ -31,9 +34,13 @@ class Facts:
     params: dict[str, dict[str, Any]] = field(default_factory=dict)  # rule id -> param overrides
 
     # -- inputs ---------------------------------------------------------------------------------
+    @property
+    def coverage(self) -> Coverage:
+        return self.scope.snap.coverage
+
     def missing(self, need: str) -> str | None:
-        """Why input `need` is unavailable, or None when it is there."""
-        sc, snap = self.scope, self.scope.snap
+        """Why input `need` is unknown, or None when it was seen (contracts.md §6: unknown is not absent)."""
+        sc, snap, cov = self.scope, self.scope.snap, self.scope.snap.coverage
         cluster_only = need in ("jobset", "pods", "events", "logs")
         if self.mode == "lint" and cluster_only:
             return NEEDS_CLUSTER
@@ -46,30 +53,70 @@ class Facts:
         if need == "runtime":
             if sc.runtime is not None:
                 return None
+            k = self.runtime_known()
+            if k is not None and k.absent:
+                return f"the runtime does not exist: {k.reason}"
             gap = snap.gap_for("trainingruntimes", "clustertrainingruntimes", "runtime")
             return gap.reason if gap else (sc.runtime_missing or "no runtime in the input")
         if need == "jobset":
             if sc.jobset is not None:
                 return None
-            gap = snap.gap_for("jobsets", "jobset")
-            return gap.reason if gap else "the JobSet is not in the snapshot (not created yet, or deleted)"
+            k = self.known("JobSet", sc.name)
+            if k.absent:
+                return f"the JobSet does not exist (not created yet, or deleted): {k.reason}"
+            return f"the JobSet is unknown: {k.reason}"
         if need == "pods":
-            gap = snap.gap_for("pods")
-            if gap:
-                return f"pods not collected: {gap.reason}"
+            k = cov.kind("Pod")
+            if k.unknown:
+                return f"pods not collected: {k.reason}"
             return None if sc.pods else "no pods of this TrainJob in the snapshot"
         if need == "events":
-            gap = snap.gap_for("events")
-            return f"events not collected: {gap.reason}" if gap else None
+            k = cov.kind("Event")
+            return None if k.seen else f"events not collected: {k.reason}"
         if need == "logs":
             # only a gap for *all* logs disables a rule; a gap for one log (logs/<pod>/<container>)
             # affects just the runs that needed it, and the checks say so
-            gap = next((g for g in snap.not_collected if g.what == "logs"), None)
-            return f"logs not collected: {gap.reason}" if gap else None
+            if "logs" in cov.unknown_kinds:
+                return f"logs not collected: {cov.unknown_kinds['logs']}"
+            return None
         if need == "pvcs":
             gap = snap.gap_for("persistentvolumeclaims", "pvcs")
             return f"PVCs not collected: {gap.reason}" if gap else None
         return None
+
+    def known(self, kind: str, name: str) -> Known:
+        """The coverage of one object the target refers to: seen, absent (and what proves it) or unknown."""
+        sc = self.scope
+        ns = sc.namespace if kind not in CLUSTER_KINDS else None
+        present = sc.snap.get(kind, name, ns) is not None
+        k = sc.snap.coverage.object(kind, name, ns, present)
+        if k.unknown and kind == "PersistentVolumeClaim":
+            proof = sc.absence_proof(kind, name)
+            if proof is not None:
+                return proof
+        return k
+
+    def runtime_known(self) -> Known | None:
+        """The coverage of the runtime the TrainJob references (None without a TrainJob or a runtimeRef)."""
+        tj = self.scope.trainjob
+        if tj is None:
+            return None
+        name, kind, _ = runtime_ref(tj)
+        if not name or kind not in ("TrainingRuntime", "ClusterTrainingRuntime"):
+            return None
+        return self.known(kind, name)
+
+    def malformed_for(self, rule: Rule) -> list[Malformed]:
+        """Malformed fields of the target's objects that `rule` reads."""
+        if not rule.reads:
+            return []
+        return self.coverage.malformed_in(self.scope.refs(), rule.reads, self.scope.namespace)
+
+    def with_version(self, version: TrainerVersion) -> Facts:
+        """These facts judged against another Trainer version (the other derived facts are shared)."""
+        other = copy.copy(self)
+        other.__dict__["version"] = version
+        return other
 
     # -- derived facts --------------------------------------------------------------------------
     @cached_property

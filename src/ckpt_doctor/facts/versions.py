@@ -16,6 +16,11 @@ class TrainerVersion:
     version: str  # v2.0 | v2.1 | v2.2 | v2.3
     source: str  # bundle | flag | inferred | assumed
     why: str
+    candidates: tuple[str, ...] = ()  # every version the evidence still allows (version-dependent rules)
+
+    def __post_init__(self) -> None:
+        if not self.candidates:
+            object.__setattr__(self, "candidates", KNOWN if self.source == "assumed" else (self.version,))
 
     def at_least(self, v: str) -> bool:
         return _key(self.version) >= _key(v)
@@ -51,15 +56,19 @@ def trainer_version(scope: Scope, flag: str | None = None) -> TrainerVersion:
             return TrainerVersion("v2.3", "inferred", f"ConfigMap {cm.name} exists (runtime snapshots are v2.3+)")
         spec = tj.spec
         if "runtimePatches" in spec:
+            grace = "terminationGracePeriodSeconds" in str(spec)
             return TrainerVersion(
-                "v2.2" if "terminationGracePeriodSeconds" not in str(spec) else "v2.3",
+                "v2.3" if grace else "v2.2",
                 "inferred",
                 "the TrainJob uses spec.runtimePatches (v2.2+)",
+                ("v2.3",) if grace else ("v2.2", "v2.3"),
             )
         if "podTemplateOverrides" in spec:
             return TrainerVersion("v2.1", "inferred", "the TrainJob uses spec.podTemplateOverrides (v2.1)")
         if "podSpecOverrides" in spec:
             return TrainerVersion("v2.0", "inferred", "the TrainJob uses spec.podSpecOverrides (v2.0)")
         if "activeDeadlineSeconds" in spec:
-            return TrainerVersion("v2.2", "inferred", "the TrainJob uses spec.activeDeadlineSeconds (v2.2+)")
+            return TrainerVersion(
+                "v2.2", "inferred", "the TrainJob uses spec.activeDeadlineSeconds (v2.2+)", ("v2.2", "v2.3")
+            )
     return TrainerVersion(NEWEST, "assumed", f"nothing shows the version; assuming the newest ({NEWEST})")

@@ -8,8 +8,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ckpt_doctor.coverage import apply_absent_or_log, apply_gap, kind_of_word
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.snapshot import Gap, LogRef, Obj, Origin, Snapshot
+from ckpt_doctor.typed import clean_meta
 from ckpt_doctor.yamlio import kube_objects
 
 OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -102,12 +104,13 @@ def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
             if o.kind == "Bundle" and o.api_version.startswith("ckpt-doctor/"):
                 _apply_meta(snap, o.raw, display)
             else:
-                snap.add(o)
+                snap.add(o, dedupe=True)
         if rel == Path("bundle.yaml") and not objs:
             _read_plain_meta(snap, f, display)
     for pod in snap.of_kind("Pod"):
         for ref in snap.logs_of(pod.name):
             ref.namespace = pod.namespace
+    snap.coverage.presence({o.kind for o in snap.objects}, "bundle")
     return snap
 
 
@@ -121,13 +124,24 @@ def _read_plain_meta(snap: Snapshot, f: Path, display: str) -> None:
 
 
 def _apply_meta(snap: Snapshot, raw: dict[str, Any], display: str) -> None:
-    snap.meta = raw
-    gaps = raw.get("notCollected") or []
-    if not isinstance(gaps, list):
-        raise InputError("notCollected must be a list of {what, reason}", display)
-    for g in gaps:
+    """bundle.yaml: its fields checked like any object's; a malformed one is ignored with a note."""
+    meta, bad = clean_meta(raw, display)
+    for m in bad:
+        snap.notes.append(f"{display}: {m.path} is {m.found}, expected {m.expected}; ignored")
+    snap.meta = meta
+    cov = snap.coverage
+    for g in meta.get("notCollected") or []:
         if isinstance(g, dict) and g.get("what"):
-            snap.not_collected.append(Gap(str(g["what"]), str(g.get("reason") or "not collected")))
+            gap = Gap(str(g["what"]), str(g.get("reason") or "not collected"))
+            snap.not_collected.append(gap)
+            apply_gap(cov, gap.what, gap.reason)
+    for word in meta.get("listed") or []:
+        kind = kind_of_word(str(word))
+        if kind:
+            cov.listed(kind)
+    for a in meta.get("absent") or []:
+        if isinstance(a, dict) and a.get("what"):
+            apply_absent_or_log(cov, str(a["what"]), str(a.get("reason") or "not found"))
 
 
 class OpenBundle:

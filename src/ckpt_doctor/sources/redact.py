@@ -391,3 +391,8 @@ def _assigned_name_is_secret(m: re.Match[str], group: int) -> bool:
     if low.endswith(("secretname", "secret_name", "secretref", "secretkeyref")):
         return False
     return sensitive_name(name)
+
+
+def redact_text(s: str) -> str:
+    """One string through the default redactor (error lines, notes: every way out)."""
+    return Redactor().text(s)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ckpt_doctor.coverage import apply_absent_or_log, apply_gap, plural
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 from ckpt_doctor.scope import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL, Scope, claim_names, owned_by, replicated_jobs
@@ -71,6 +72,8 @@ class Collected:
     objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     logs: dict[tuple[str, str, bool], LogResult] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
+    listed: set[str] = field(default_factory=set)  # kinds whose list came back whole (coverage: absent = absent)
+    absent: list[Gap] = field(default_factory=list)  # objects and logs the API said do not exist (404)
     rvs: dict[str, str] = field(default_factory=dict)  # list resourceVersions, for watches
     server_version: str = ""
     trainer_version: str = ""
@@ -82,10 +85,16 @@ class Collected:
         if not any(g.what == what and g.reason == reason for g in self.gaps):
             self.gaps.append(Gap(what, reason))
 
+    def not_there(self, what: str, reason: str) -> None:
+        if not any(g.what == what for g in self.absent):
+            self.absent.append(Gap(what, reason))
+
     def keep_log(self, res: LogResult) -> None:
         """One container log read: its gap, if any, and what was read."""
         if res.gap:
             self.gap(log_gap_name(res.pod, res.container, res.previous), res.gap)
+        elif res.absent:
+            self.not_there(log_gap_name(res.pod, res.container, res.previous), res.absent)
         if res.head is not None:
             self.logs[(res.pod, res.container, res.previous)] = res
 
@@ -194,22 +203,27 @@ class Collector:
                 res[key] = e
         # runtime snapshot first: when it exists it is the runtime actually used (v2.3)
         snap_cm = res["snapshot"]
+        snap_name = f"{name}-runtime-snapshot"
         if isinstance(snap_cm, dict):
             out.add("ConfigMap", [snap_cm])
-        elif snap_cm.kind != "notfound":
-            out.gap(
-                f"configmaps/{name}-runtime-snapshot",
-                gap_reason(snap_cm, "get", CONFIGMAP, ns, f"{name}-runtime-snapshot"),
-            )
+        elif snap_cm.kind == "notfound":
+            out.not_there(f"configmaps/{ns}/{snap_name}", gap_reason(snap_cm, "get", CONFIGMAP, ns, snap_name))
+        else:
+            out.gap(f"configmaps/{snap_name}", gap_reason(snap_cm, "get", CONFIGMAP, ns, snap_name))
         rt = res["runtime"]
         if isinstance(rt, dict):
             out.add(rt["kind"], [rt])
-        elif rt is not None and not (rt.kind == "notfound" and isinstance(snap_cm, dict)):
+        elif rt is not None and rt.kind == "notfound":
+            rns = f"{ns}/" if rkind.namespaced else ""
+            out.not_there(f"{rkind.plural}/{rns}{rname}", gap_reason(rt, "get", rkind, ns, rname))
+        elif rt is not None:
             out.gap(rkind.gap, gap_reason(rt, "get", rkind, ns, rname))
         js = res["jobset"]
         if isinstance(js, dict):
             out.add("JobSet", [js])
-        elif js.kind != "notfound":  # no JobSet is a fact (not created yet, or deleted), not a gap
+        elif js.kind == "notfound":  # no JobSet is a fact (not created yet, or deleted), not a gap
+            out.not_there(f"jobsets/{ns}/{name}", gap_reason(js, "get", JOBSET, ns, name))
+        else:
             out.gap(JOBSET.gap, gap_reason(js, "get", JOBSET, ns, name))
         for key, kind in (("jobs", JOB), ("pods", POD), ("events", EVENT), ("pvcs", PVC), ("workloads", WORKLOAD)):
             r = res[key]
@@ -219,7 +233,10 @@ class Collector:
                 if kind is WORKLOAD:
                     items = [w for w in items if _owned_by(w, tj)]
                 out.add(kind.kind, items)
-            elif not (kind is WORKLOAD and r.kind in ("notfound", "forbidden")):  # Kueue is optional
+                out.listed.add(kind.kind)
+            elif kind is WORKLOAD and r.kind == "notfound":  # Kueue not installed: there are no Workloads
+                out.listed.add(kind.kind)
+            elif not (kind is WORKLOAD and r.kind == "forbidden"):  # Kueue is optional
                 out.gap(kind.gap, gap_reason(r, "list", kind, ns))
         out.server_version = res["version"] if isinstance(res["version"], str) else ""
         dep = res["trainer"]
@@ -270,7 +287,10 @@ class Collector:
             try:
                 obj = fut.result()
             except CallError as e:
-                if not (kind is CONFIGMAP and e.kind == "notfound"):
+                if e.kind == "notfound":
+                    where = f"{kns}/" if kns else ""
+                    out.not_there(f"{kind.plural}/{where}{n}", gap_reason(e, "get", kind, kns, n))
+                else:
                     out.gap(f"{kind.plural}/{n}", gap_reason(e, "get", kind, kns, n))
                 continue
             out.add(kind.kind, [obj])
@@ -282,7 +302,10 @@ class Collector:
             try:
                 out.add("StorageClass", [self.api.get(STORAGECLASS, n)])
             except CallError as e:
-                out.gap(f"storageclasses/{n}", gap_reason(e, "get", STORAGECLASS, None, n))
+                if e.kind == "notfound":
+                    out.not_there(f"storageclasses/{n}", gap_reason(e, "get", STORAGECLASS, None, n))
+                else:
+                    out.gap(f"storageclasses/{n}", gap_reason(e, "get", STORAGECLASS, None, n))
         if node_list is not None:
             try:
                 items, _ = node_list.result()
@@ -426,6 +449,14 @@ def build_snapshot(out: Collected, cluster: Cluster, namespace: str, name: str) 
             pod, container, previous, head=content, size=len(content), namespace=namespace
         )
     snap.not_collected = list(out.gaps)
+    cov = snap.coverage
+    for g in out.gaps:
+        apply_gap(cov, g.what, g.reason)
+    for kind_name in sorted(out.listed):
+        cov.listed(kind_name)
+    for g in out.absent:
+        apply_absent_or_log(cov, g.what, g.reason)
+    cov.presence({o.kind for o in snap.objects}, "collection")
     clus: dict[str, Any] = {"context": cluster.context, "server": cluster.server}
     if out.server_version:
         clus["serverVersion"] = out.server_version
@@ -437,6 +468,8 @@ def build_snapshot(out: Collected, cluster: Cluster, namespace: str, name: str) 
         "collectedAt": now_rfc3339(),
         "target": {"namespace": namespace, "name": name},
         "cluster": clus,
+        "listed": [plural(k) for k in sorted(out.listed)],
+        "absent": [g.to_json() for g in out.absent],
     }
     return snap
 

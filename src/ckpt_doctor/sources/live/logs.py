@@ -56,6 +56,7 @@ class LogResult:
     head: bytes | None = None  # None: nothing to keep; the whole log when `tail` is None
     tail: bytes | None = None  # the last bytes, when the middle of the log was not read
     gap: str | None = None  # why it could not be (fully) collected
+    absent: str | None = None  # the API said this log does not exist (no previous instance, not started)
     head_limit: int = HEAD_BYTES
 
     @property
@@ -148,7 +149,8 @@ class LogReader:
 
     def _failed(self, res: LogResult, e: CallError, what: str, pod: str) -> LogResult:
         if e.kind == "bad" and (NO_PREVIOUS.search(e.message) or NOT_STARTED.search(e.message)):
-            return res  # nothing was ever written there; the facts say "not in the snapshot"
+            res.absent = f"the API says there is no {what}: {e.message}"  # nothing was ever written there
+            return res
         if ROTATED.search(e.message):
             res.gap = f"{what} was rotated or removed on the node: {e.message}"
         elif e.kind == "notfound":
