@@ -281,6 +281,8 @@ class Scenario:
         self.extra_objects: list[dict[str, Any]] = []
         self.bundle_meta: dict[str, Any] | None = {"trainerVersion": f"{version}.0"}
         self.not_collected: list[dict[str, str]] = []
+        # what a collector listed whole (bundle.yaml `listed`), as `collect` records it; None: a hand-made bundle
+        self.listed: list[str] | None = ["jobs", "pods", "events", "persistentvolumeclaims", "workloads"]
         self.drop_kinds: set[str] = set()
         self.post: Callable[[list[dict[str, Any]]], None] | None = None  # last-minute edits to the objects
 
@@ -797,6 +799,9 @@ class Scenario:
                 meta["cluster"] = {"context": "prod-gpu", "serverVersion": "v1.31.2", **self.bundle_meta}
             if self.not_collected:
                 meta["notCollected"] = self.not_collected
+            if self.listed is not None and self.bundle_meta is not None:
+                dropped = {f"{k.lower()}s" for k in self.drop_kinds}
+                meta["listed"] = [k for k in self.listed if k not in dropped]
             dump(root / "bundle.yaml", meta)
         groups: dict[str, list[dict[str, Any]]] = {}
         for o in objs:
