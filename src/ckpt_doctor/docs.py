@@ -49,6 +49,11 @@ def render() -> str:
             out += ["Explained by: " + ", ".join(f"[`{x}`](#{x})" for x in causes), ""]
         if r.needs:
             out += [f"Needs: {', '.join(r.needs)} (otherwise `not_evaluated`, with the reason)", ""]
+        if r.reads:
+            fields = ", ".join(f"`{k}.{p}`" if p else f"`{k}`" for k, p in r.reads)
+            out += [f"Reads: {fields} (a field of the wrong type there makes it `not_evaluated`)", ""]
+        if r.versioned:
+            out += ["Depends on the Trainer version: judged for every version still possible when it is not known", ""]
         out += [f"Judged in: {', '.join(r.modes)}", ""]
         if r.params:
             out += ["Parameters: " + ", ".join(f"`{k}` = `{v}`" for k, v in r.params.items()), ""]

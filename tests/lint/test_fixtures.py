@@ -27,7 +27,10 @@ def test_checkpoint_aware_set_lints_clean(version: str, cli) -> None:
     assert doc["mode"] == "lint" and doc["target"] is None
     assert doc["trainerVersion"] == INFERRED[version] and doc["trainerVersionSource"] == "inferred"
     assert [f for f in doc["findings"] if f["status"] == "fail"] == []
-    assert doc["summary"]["pass"] >= 20
+    assert doc["summary"]["pass"] >= 19
+    # on a PVC; whether its class is node-local needs the StorageClass, which a set of manifests may lack
+    ckpt = next(f for f in doc["findings"] if f["rule"] == "ckpt-dir-not-persistent")
+    assert ckpt["status"] == "pass" or "StorageClass" in ckpt["reason"], ckpt
     # every finding names the file and line it is about
     for f in doc["findings"]:
         assert f["subject"]["file"].startswith(str(FIXTURES / version / "good")), f

@@ -79,7 +79,7 @@ def test_bad_files_get_a_note_and_the_rest_is_linted(tmp_path: Path, cli) -> Non
     assert "Traceback" not in err
     for line in err.splitlines():  # one line per note on stderr for machine formats
         assert line.startswith("ckpt-doctor: note: ")
-    assert doc["summary"]["fail"] == 0 and doc["summary"]["pass"] >= 20
+    assert doc["summary"]["fail"] == 0 and doc["summary"]["pass"] >= 19  # the StorageClass is not among them
 
 
 def test_placeholders_are_reported_as_such_not_as_errors(tmp_path: Path) -> None:

@@ -149,9 +149,7 @@ def _call(rule: Rule, facts: Facts, checks: dict[str, Any], subject: dict[str, A
     return res or [skip("the check returned nothing", subject)]
 
 
-def _across_versions(
-    rule: Rule, facts: Facts, checks: dict[str, Any], subject: dict[str, Any] | None
-) -> list[Result]:
+def _across_versions(rule: Rule, facts: Facts, checks: dict[str, Any], subject: dict[str, Any] | None) -> list[Result]:
     """A version-dependent rule when the Trainer version is not known: judged for every version still
     possible; it passes or fails only when they all agree."""
     v = facts.version

@@ -8,14 +8,33 @@ pods and logs are often gone; `History.earlier` still records what proves they h
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ckpt_doctor.facts.logs import LogEvent, LogSummary, Signature, scan_log
-from ckpt_doctor.scope import RESTART_ATTEMPT, TRAINER_CONTAINER, Scope, event_fields
+from ckpt_doctor.scope import (
+    JOBSET_NAME_LABEL,
+    REPLICATED_JOB_LABEL,
+    RESTART_ATTEMPT,
+    TRAINER_CONTAINER,
+    Scope,
+    event_fields,
+)
 from ckpt_doctor.snapshot import LogRef, Obj
 
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+# save lines a framework prints *before* it writes the checkpoint (HF Trainer logs "Saving model
+# checkpoint to …" first): they count only when the run is seen going on past them
+PRINTED_BEFORE_WRITE = frozenset({"hf-saving-checkpoint"})
+NOT_TRAINING_BARS = ("load", "eval", "data", "download", "other")
+
+
+def is_training(e: LogEvent) -> bool:
+    """A progress event of the training bar (the log reader classifies bars; unclassified ones count)."""
+    return getattr(e, "bar", None) not in NOT_TRAINING_BARS
+
+
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 SIGTERM_EXIT = 143
 SIGKILL_EXIT = 137
@@ -38,6 +57,7 @@ class Run:
     log_gap: str | None = None  # why there is no readable log
     generation: int = 0
     attempt: int = 0  # index of the attempt this run belongs to
+    inferred: bool = False  # the pod is gone: this run is known from a log left in the bundle
 
     @property
     def node(self) -> str:
@@ -76,28 +96,87 @@ class Run:
                 return ("resumed", None, explicit)
         if self.log.first("overwrite_output") is not None:
             return ("fresh", 0, self.log.first("overwrite_output"))
-        prog = self.log.first("progress")
+        prog = self.first_training_progress()
         if prog is not None and prog.step is not None and prog.window == "head":
             if prog.step <= 1:
                 return ("fresh", 0, prog)
             return ("resumed", prog.step, prog)
         return ("unknown", None, None)
 
-    def saves(self) -> list[LogEvent]:
+    def first_training_progress(self) -> LogEvent | None:
+        """The first progress line of the *training* bar (not loading shards, mapping, evaluation)."""
         if self.log is None:
-            return []
+            return None
+        return next((e for e in self.log.of("progress") if is_training(e)), None)
+
+    def saves(self) -> list[LogEvent]:
+        """Saves that completed (contracts.md §6: a save that died half-way is not a saved step)."""
         cached = self.__dict__.get("_saves")
         if cached is None:
-            cached = self.__dict__["_saves"] = [e for e in self.log.of("saved", "sigterm_flush") if e.step is not None]
+            cached = self.__dict__["_saves"] = [e for e, ok in self.save_outcomes() if ok]
         return cached
+
+    def died_saves(self) -> list[LogEvent]:
+        """Saves this run started and never completed: an error or a kill came first."""
+        return [e for e, ok in self.save_outcomes() if not ok]
+
+    def save_outcomes(self) -> list[tuple[LogEvent, bool]]:
+        """Every save this run logged, with whether it completed.
+
+        A save line printed after the write (`[checkpoint] saved …`, Megatron's `successfully saved`)
+        completes it. One printed before the write (`save_started`, and HF's `Saving model checkpoint
+        to`, which HF logs first) completes when the run is seen going on past it (more progress, a
+        later save, the completion line, the end of training); an error or a kill first means it died.
+        """
+        if self.log is None:
+            return []
+        cached = self.__dict__.get("_save_outcomes")
+        if cached is not None:
+            return cached
+        events = self.log.events
+        out: list[tuple[LogEvent, bool]] = []
+        for i, e in enumerate(events):
+            if e.kind not in ("saved", "sigterm_flush", "save_started") or e.step is None:
+                continue
+            before_write = e.kind == "save_started" or e.signature in PRINTED_BEFORE_WRITE
+            if before_write:
+                if e.kind == "save_started" and any(x.kind == "saved" and x.step == e.step for x in events[i + 1 :]):
+                    continue  # its completion line is counted instead
+                ok = self._went_on(events, i)
+            else:
+                ok = not self._failed_while_saving(events, i)
+            out.append((e, ok))
+        self.__dict__["_save_outcomes"] = out
+        return out
+
+    def _went_on(self, events: list[LogEvent], i: int) -> bool:
+        e = events[i]
+        for x in events[i + 1 :]:
+            if x.kind in ("error", "save_failed", "oom", "disk_full"):
+                return False
+            if x.kind == "progress" and x.step is not None and e.step is not None and x.step > e.step:
+                return True
+            if x.kind in ("saved", "save_started", "finished", "sigterm_flush") and x.step != e.step:
+                return True
+            if x.kind == "finished":
+                return True
+        # nothing after it: complete unless the run then ended by an error or a kill
+        return not (self.ended_by_signal() or (self.exit_code not in (None, 0)))
+
+    def _failed_while_saving(self, events: list[LogEvent], i: int) -> bool:
+        """A completion line followed at once by the program's own save error (`save_failed`)."""
+        e = events[i]
+        return any(x.kind == "save_failed" and x.step in (None, e.step) for x in events[i + 1 : i + 3])
 
     def max_saved(self) -> int | None:
         return max((e.step for e in self.saves() if e.step is not None), default=None)
 
     def last_step(self) -> int | None:
+        """The highest training step this run is seen at (None when no line shows one: never 0)."""
         if self.log is None:
             return None
-        steps = [e.step for e in self.log.of("progress", "saved", "sigterm_flush") if e.step is not None]
+        steps = [e.step for e in self.log.of("progress") if e.step is not None and is_training(e)]
+        steps += [e.step for e in self.saves() if e.step is not None]
         return max(steps, default=None)
 
     def ended_by_signal(self) -> bool:
@@ -121,6 +200,11 @@ class History:
     earlier: list[dict[str, Any]] = field(default_factory=list)  # proof an earlier attempt existed
     interruptions: list[dict[str, Any]] = field(default_factory=list)  # suspend/preempt/evict proof
     jobset_restarts: int = 0
+    unseen: list[str] = field(default_factory=list)  # attempts known to have happened, with no pod and no log
+
+    def unread(self) -> list[str]:
+        """Why some attempt's log cannot be read: its run's log gap, or an attempt whose pods are gone."""
+        return sorted({r.log_gap for r in self.runs if r.log is None and r.log_gap}) + self.unseen
 
     @property
     def runs(self) -> list[Run]:
@@ -128,6 +212,25 @@ class History:
 
     def attempt(self, number: int) -> Attempt:
         return next(a for a in self.attempts if a.index == number)
+
+    def later_attempts(self) -> list[Attempt]:
+        """Attempts that are not the very first start of the TrainJob."""
+        later = {id(r) for r in self.later_runs()}
+        return [a for a in self.attempts if any(id(r) in later for r in a.runs)]
+
+    def attempt_start(self, a: Attempt) -> tuple[str, int | None, Run | None, LogEvent | None]:
+        """How attempt `a` began, from all its runs: 'fresh' when any run started at step 0, else
+        'resumed' (the step its runs agree on, the highest when they do not), else 'unknown'.
+        In a multi-node attempt often only rank 0 prints how it began."""
+        fresh = [(r, r.start()) for r in a.runs if r.start()[0] == "fresh"]
+        if fresh:
+            r, (_k, _s, ev) = fresh[0]
+            return "fresh", 0, r, ev
+        resumed = [(r, r.start()) for r in a.runs if r.start()[0] == "resumed"]
+        if resumed:
+            r, (_k, step, ev) = max(resumed, key=lambda x: x[1][1] or 0)
+            return "resumed", step, r, ev
+        return "unknown", None, None, None
 
     def later_runs(self) -> list[Run]:
         """Runs that are not part of the very first start of the TrainJob."""
@@ -247,6 +350,7 @@ def build_history(scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, L
             h.earlier.append(
                 {"type": "field", "object": pod.ref(), "path": f"metadata.labels[{RESTART_ATTEMPT}]", "value": str(ra)}
             )
+    runs += _runs_of_deleted_pods(scope, runs)
     for r in runs:
         ref = scope.snap.logs.get((r.pod.name, r.container, r.previous))
         if ref is None and not r.previous and r.container == TRAINER_CONTAINER:
@@ -261,9 +365,89 @@ def build_history(scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, L
             r.log_gap = f"log of {r.label} is empty (rotated or not yet written)"
         else:
             r.log = s
+    _place_deleted(runs)
     _add_structural_evidence(scope, h)
     _group(h, runs)
+    h.unseen = _unseen_attempts(h, runs)
     return h
+
+
+def _runs_of_deleted_pods(scope: Scope, kept: list[Run]) -> list[Run]:
+    """Runs known from logs left in the bundle for trainer pods that are no longer in it.
+
+    A JobSet restart or a suspend deletes the pods, but a recorder or an engineer may have kept
+    their logs (`logs/<pod>/…`). A log belongs to this TrainJob when its pod name has the shape
+    JobSet pods have, `<trainjob>-<replicated job>-<job index>-<completion index>-<suffix>`.
+    """
+    tj = scope.trainjob
+    if tj is None:
+        return []
+    names = {r.pod.name for r in kept} | {p.name for p in scope.pods}
+    rjobs = "|".join(re.escape(n) for n in sorted(scope.trainer_job_names()))
+    shape = re.compile(rf"^{re.escape(tj.name)}-(?P<rjob>{rjobs})-(?P<job>\d+)-(?P<idx>\d+)-[a-z0-9]{{5}}$")
+    out: list[Run] = []
+    for (pod, container, previous), _ref in sorted(scope.snap.logs.items(), key=lambda kv: kv[0]):
+        m = shape.match(pod)
+        if m is None or pod in names:
+            continue
+        if container != TRAINER_CONTAINER and any(k[0] == pod and k[1] == TRAINER_CONTAINER for k in scope.snap.logs):
+            continue
+        labels = {
+            JOBSET_NAME_LABEL: tj.name,
+            REPLICATED_JOB_LABEL: m.group("rjob"),
+            COMPLETION_INDEX: m.group("idx"),
+        }
+        raw = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod, "namespace": tj.namespace, "labels": labels},
+            "spec": {"containers": [{"name": container}]},
+        }
+        out.append(Run(Obj(raw), container, previous, -1, 0, inferred=True))
+    return out
+
+
+def _place_deleted(runs: list[Run]) -> None:
+    """Give the runs of deleted pods a restart attempt: they came before the pods that are kept.
+
+    The k-th deleted run (in the time order of their logs, else by name) of each completion index
+    goes to the k-th slot before the oldest kept attempt: a deleted pod was replaced by a newer one.
+    """
+    deleted = [r for r in runs if r.inferred]
+    if not deleted:
+        return
+    for r in deleted:
+        first = getattr(r.log, "first_time", None) if r.log is not None else None
+        r.started = str(first or "")
+    kept = [r for r in runs if not r.inferred]
+    oldest = min((r.restart_attempt for r in kept), default=0)
+    slots: dict[str, int] = {}
+    order = sorted(deleted, key=lambda r: (r.started or "", r.pod.name, r.previous))
+    slot_of: dict[int, int] = {}
+    for r in order:
+        idx = r.pod.labels.get(COMPLETION_INDEX, "0")
+        slot_of[id(r)] = slots.get(idx, 0)
+        slots[idx] = slots.get(idx, 0) + 1
+    depth = max(slots.values())
+    for r in deleted:
+        if oldest >= depth:  # room below the kept attempts: one restart attempt per slot
+            r.restart_attempt = oldest - depth + slot_of[id(r)]
+        else:  # the same restart attempt as the kept pods, an earlier pod generation (suspend/resume)
+            r.restart_attempt = oldest
+
+
+def _unseen_attempts(h: History, runs: list[Run]) -> list[str]:
+    """Attempts that happened (restart-attempt labels, JobSet restarts, a resume) but left no run here."""
+    seen_ra = {r.restart_attempt for r in runs}
+    top = max([*seen_ra, h.jobset_restarts], default=0)
+    out = [
+        f"attempt {ra} (restart-attempt {ra}): its pods and logs are gone"
+        for ra in range(0, top + 1)
+        if ra not in seen_ra
+    ]
+    if not out and h._first_attempt_lost() and not any(r.inferred for r in runs):
+        out.append("the attempt before the suspend or preemption: its pods and logs are gone")
+    return out
 
 
 def _add_structural_evidence(scope: Scope, h: History) -> None:

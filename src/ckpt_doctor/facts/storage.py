@@ -71,6 +71,7 @@ class CkptDir:
     storageclass: Obj | None = None
     node_local: str | None = None  # why the storage is pinned to one node
     node_local_ev: dict[str, Any] | None = None  # the field that shows it (PV, StorageClass or claim)
+    unresolved: str | None = None  # the value as far as it could be expanded, when some part could not
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -141,8 +142,10 @@ def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope) -> None:
     dyn = DYNAMIC_RX.search(value) or DYNAMIC_RX.search(cd.raw)
     if dyn:
         cd.dynamic = dyn.group(0)
-    if "$" in value and not dyn:
+    if ("$" in value or "<valueFrom>" in value or "<fieldRef:" in value) and not dyn:
+        cd.unresolved = value  # what cannot be resolved never fails a rule: the directory is unknown
         cd.notes.append(f"could not expand {value!r}")
+        return
     wd = str((spec.container or {}).get("workingDir") or "")
     if not value.startswith("/"):
         if not wd:
@@ -229,9 +232,10 @@ def checkpoint_dirs(spec: TrainerSpec, texts_: list[Text], scope: Scope) -> list
     uniq = []
     for cd in out:
         _resolve(cd, spec, scope)
-        if cd.path in seen:
+        key = cd.path or cd.unresolved
+        if key in seen:
             continue
-        seen.add(cd.path)
+        seen.add(key)
         uniq.append(cd)
     return uniq
 

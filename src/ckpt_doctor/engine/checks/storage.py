@@ -9,7 +9,7 @@ from ckpt_doctor.engine.checks.symptoms import volume_events
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.program import texts
-from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs
+from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs, node_local
 from ckpt_doctor.scope import claim_names
 
 if TYPE_CHECKING:
@@ -33,25 +33,38 @@ def _dir_ev(cd: CkptDir) -> list[dict[str, Any]]:
     return ev
 
 
+PERSISTENT_SOURCES = ("persistentVolumeClaim", "nfs", "csi", "cephfs", "glusterfs", "iscsi", "rbd", "azureFile")
+
+
 @check("ckpt-dir-not-persistent")
 def ckpt_dir_not_persistent(facts: Facts, rule: Rule) -> Result:
     spec = facts.spec
     if spec is None:
         return skip("neither a trainer pod nor a runtime is in the snapshot")
-    claims = [v for v in spec.pod_spec.get("volumes") or [] if isinstance(v, dict) and "persistentVolumeClaim" in v]
+    vols = [v for v in spec.pod_spec.get("volumes") or [] if isinstance(v, dict)]
+    durable = [v for v in vols if any(k in v for k in PERSISTENT_SOURCES)]
     cd = facts.ckpt_dir
     if facts.mode == "lint" and facts.scope.trainjob is None and (cd is None or cd.volume_kind == "container-fs"):
         # a runtime linted on its own: TrainJobs may add the volume (overrides) and the directory (env)
         return skip("judged per TrainJob: its overrides and spec.trainer.env may add the checkpoint volume")
     if cd is None:
-        if not claims:
+        if not durable:
             return fail(
                 facts.subject(),
-                [absence("a persistentVolumeClaim volume", f"{spec.object} {spec.base_path}.volumes")],
+                [
+                    absence(
+                        "a persistentVolumeClaim (or other network) volume", f"{spec.object} {spec.base_path}.volumes"
+                    )
+                ],
                 "the trainer mounts no PersistentVolumeClaim, so no checkpoint survives the pod",
                 "medium",
             )
         return skip("no checkpoint directory found in env (CKPT_DIR, OUTPUT_DIR…), args or mounted config")
+    if cd.path is None:
+        return skip(
+            f"the checkpoint directory {cd.raw!r} ({cd.source}) cannot be resolved: "
+            + "; ".join(cd.notes or ["it uses a value that is not known"])
+        )
     where = {
         "emptyDir": "an emptyDir, which dies with the pod",
         "container-fs": "no volume: the container filesystem, lost on every restart",
@@ -61,10 +74,14 @@ def ckpt_dir_not_persistent(facts: Facts, rule: Rule) -> Result:
     }.get(cd.volume_kind)
     if where is None and cd.node_local:
         where = f"node-local storage ({cd.node_local})"
-    if where is None and cd.volume_kind == "pvc" and cd.pvc is None and not claims:
-        where = "a claim that does not exist"
     if where is None:
-        return ok(reason=f"{cd.path} ({cd.source}) is on PVC {cd.claim or cd.volume_name}", evidence=_dir_ev(cd))
+        if cd.volume_kind == "unknown":
+            return skip(f"{cd.path} is on volume {cd.volume_name!r}, which the pod spec does not define")
+        if cd.volume_kind == "pvc":
+            unknown = _storage_unknown(facts, cd)
+            if unknown:
+                return skip(f"{cd.path} ({cd.source}) is on PVC {cd.claim}, but {unknown}")
+        return ok(reason=f"{cd.path} ({cd.source}) is on {_volume_words(cd)}", evidence=_dir_ev(cd))
     ev = _dir_ev(cd)
     if cd.volume_kind == "container-fs":
         ev.append(absence(f"a volumeMount covering {cd.path}", f"{spec.object} {spec.container_path}.volumeMounts"))
@@ -72,6 +89,36 @@ def ckpt_dir_not_persistent(facts: Facts, rule: Rule) -> Result:
     if cd.notes:
         detail += f" [{'; '.join(cd.notes)}]"
     return fail(facts.subject(), ev, detail, "medium" if cd.notes else "high")
+
+
+def _volume_words(cd: CkptDir) -> str:
+    if cd.volume_kind == "pvc":
+        return f"PVC {cd.claim or cd.volume_name}"
+    return f"the network volume {cd.volume_name!r}"
+
+
+def _storage_unknown(facts: Facts, cd: CkptDir) -> str | None:
+    """Why whether a claim's storage is node-local cannot be told (None when it can).
+
+    It can when the bound PV or its StorageClass is seen (both say it), or when the class name alone
+    says node-local; it cannot when neither the PV nor the StorageClass was collected."""
+    if cd.node_local:
+        return None
+    if cd.claim and cd.pvc is None:
+        k = facts.known("PersistentVolumeClaim", cd.claim)
+        return f"the claim itself is {'missing' if k.absent else 'unknown'} ({k.reason})"
+    if cd.pv is not None or cd.storageclass is not None:
+        return None
+    cls = cd.pvc.spec.get("storageClassName") if cd.pvc is not None else None
+    if cd.pvc is not None and not cls and not cd.pvc.spec.get("volumeName"):
+        return "it names no StorageClass and no volume"
+    parts = []
+    vol = cd.pvc.spec.get("volumeName") if cd.pvc is not None else None
+    if vol:
+        parts.append(f"PersistentVolume {vol} ({facts.known('PersistentVolume', str(vol)).reason or 'not seen'})")
+    if cls:
+        parts.append(f"StorageClass {cls} ({facts.known('StorageClass', str(cls)).reason or 'not seen'})")
+    return "whether its storage is node-local is unknown: " + ", ".join(parts) if parts else None
 
 
 @check("ckpt-dir-changed")
@@ -139,7 +186,9 @@ def _claim(facts: Facts) -> tuple[str | None, Any]:
     return None, None
 
 
-def num_nodes(facts: Facts) -> tuple[int, dict[str, Any]]:
+def num_nodes(facts: Facts) -> tuple[int | None, dict[str, Any]]:
+    """numNodes and the field that says it: spec.trainer, else the runtime's mlPolicy (default 1 when
+    the runtime is seen without one); None when neither the TrainJob nor a seen runtime says."""
     tj, rt = facts.scope.trainjob, facts.scope.runtime
     if tj is not None:
         n = (tj.spec.get("trainer") or {}).get("numNodes")
@@ -149,12 +198,18 @@ def num_nodes(facts: Facts) -> tuple[int, dict[str, Any]]:
         n = (rt.spec.get("mlPolicy") or {}).get("numNodes")
         if isinstance(n, int):
             return n, field_ev(rt.ref(), "spec.mlPolicy.numNodes", n)
-    return 1, absence("numNodes (defaults to 1)")
+        return 1, absence("numNodes (neither spec.trainer nor the runtime's mlPolicy sets it: defaults to 1)")
+    return None, absence("numNodes (the runtime is not in the snapshot)")
 
 
 @check("rwo-multi-node")
 def rwo_multi_node(facts: Facts, rule: Rule) -> Result:
     n, n_ev = num_nodes(facts)
+    if n is None:
+        return skip(
+            "how many nodes the job runs on is unknown: spec.trainer.numNodes is unset and the runtime "
+            "is not in the snapshot"
+        )
     if n <= 1:
         return ok(reason="single node: a ReadWriteOnce volume is enough")
     claim, pvc = _claim(facts)
@@ -163,13 +218,15 @@ def rwo_multi_node(facts: Facts, rule: Rule) -> Result:
     if pvc is None:
         return skip(f"PVC {claim} is not in the snapshot, so its access modes are unknown")
     modes = list(pvc.spec.get("accessModes") or [])
-    if modes and set(modes) <= RWO:
+    if not modes:
+        return skip(f"PVC {claim} shows no spec.accessModes")
+    if set(modes) <= RWO:
         return fail(
             pvc.subject(),
             [n_ev, field_ev(pvc.ref(), "spec.accessModes", modes)],
             f"{n} nodes share PVC {claim}, which is {'/'.join(modes)}: pods on a second node cannot attach it",
         )
-    return ok(reason=f"PVC {claim} is {'/'.join(modes) or 'of unknown mode'}")
+    return ok(reason=f"PVC {claim} is {'/'.join(modes)}")
 
 
 @check("rwo-still-attached")
@@ -178,6 +235,8 @@ def rwo_still_attached(facts: Facts, rule: Rule) -> Result:
     hits = [(f, p) for f, p in volume_events(facts) if "Multi-Attach error" in f["message"]]
     if not hits:
         return ok(reason="no Multi-Attach event on the trainer pods")
+    if n is None:
+        return skip("a Multi-Attach event, but whether the job is single-node is unknown (runtime not in the snapshot)")
     if n > 1:
         return ok(reason="multi-node job: see rwo-multi-node")
     f, pod = hits[0]
@@ -195,19 +254,27 @@ def node_pinned_storage(facts: Facts, rule: Rule) -> Result:
     cd = facts.ckpt_dir
     claim, pvc = _claim(facts)
     found = (cd.node_local, cd.node_local_ev) if cd is not None and cd.volume_kind == "pvc" else (None, None)
+    pv = facts.scope.pvs.get(claim) if claim else None
+    cls = pvc.spec.get("storageClassName") if pvc is not None else None
+    sc = facts.scope.storageclasses.get(str(cls)) if cls else None
     if found[0] is None and claim:
-        from ckpt_doctor.facts.storage import node_local
-
-        pv = facts.scope.pvs.get(claim)
-        cls = pvc.spec.get("storageClassName") if pvc is not None else None
-        sc = facts.scope.storageclasses.get(str(cls)) if cls else None
         claim_ref = f"PersistentVolumeClaim/{facts.scope.namespace}/{claim}"
         found = node_local(pv, sc, str(cls) if cls else None, claim_ref) or (None, None)
     reason, shown = found
     if reason is None:
-        if claim and pvc is None:
-            return skip(f"PVC {claim} is not in the snapshot")
-        return ok(reason="the checkpoint storage is not node-local")
+        if not claim:
+            if cd is not None and cd.volume_kind == "hostPath":
+                return skip("the checkpoint directory is a hostPath: see ckpt-dir-not-persistent")
+            return ok(reason="the checkpoint directory is not on a PVC (see ckpt-dir-not-persistent)")
+        if pvc is None:
+            return skip(f"PVC {claim} is not in the snapshot ({facts.known('PersistentVolumeClaim', claim).reason})")
+        if pv is None and sc is None:
+            return skip(
+                f"PVC {claim}: neither its PersistentVolume nor its StorageClass is in the snapshot, "
+                "so whether it is node-local is unknown"
+            )
+        seen = " and ".join(x for x in (pv and f"PV {pv.name}", sc and f"StorageClass {sc.name}") if x)
+        return ok(reason=f"the checkpoint storage is not node-local ({seen})")
     assert shown is not None  # node_local gives a reason and its field together
     evidence: list[dict[str, Any]] = [shown]
     conflicts = [(f, p) for f, p in volume_events(facts) if "node affinity" in f["message"]]
@@ -226,6 +293,11 @@ def node_pinned_storage(facts: Facts, rule: Rule) -> Result:
         )
     if facts.mode == "lint" or not facts.history.runs:
         return skip("node-local storage: whether a new pod lands elsewhere needs cluster evidence")
+    if facts.history.unseen:
+        return skip(
+            f"node-local storage ({reason}); where the earlier attempts ran is unknown: "
+            + "; ".join(facts.history.unseen[:2])
+        )
     return ok(reason=f"node-local storage, but every attempt so far ran on {next(iter(nodes), 'one node')}")
 
 
@@ -238,27 +310,52 @@ def pvc_unbound(facts: Facts, rule: Rule) -> list[Result]:
     for name in names:
         pvc = facts.scope.pvcs.get(name)
         ref = f"PersistentVolumeClaim/{facts.scope.namespace}/{name}"
+        subject = {"kind": "PersistentVolumeClaim", "namespace": facts.scope.namespace, "name": name}
+        running = _running_with(facts, name)
         if pvc is None:
             if facts.mode == "lint":
-                results.append(skip(f"PVC {name} is not among the files; assumed to exist"))
+                results.append(skip(f"PVC {name} is not among the files; assumed to exist", subject))
                 continue
-            gap = facts.scope.snap.gap_for("persistentvolumeclaims", "pvcs")
-            if gap:
-                results.append(skip(f"PVCs not collected: {gap.reason}"))
-                continue
-            results.append(
-                fail(
-                    {"kind": "PersistentVolumeClaim", "namespace": facts.scope.namespace, "name": name},
-                    [absence(f"PersistentVolumeClaim {name}", f"namespace {facts.scope.namespace}")],
-                    f"the pods mount PVC {name}, which does not exist",
+            if running is not None:
+                results.append(
+                    ok(
+                        subject,
+                        f"pod {running.name} is Running with PVC {name} mounted, so it was bound when the pod "
+                        "started (the PVC object itself is not in the snapshot)",
+                    )
                 )
-            )
+                continue
+            k = facts.known("PersistentVolumeClaim", name)
+            if not k.absent:
+                results.append(skip(f"PVC {name}: {k.reason}", subject))
+                continue
+            ev = [absence(f"PersistentVolumeClaim {name}", f"namespace {facts.scope.namespace}: {k.reason}")]
+            if k.evidence:
+                ev.append(k.evidence)
+            results.append(fail(subject, ev, f"the pods mount PVC {name}, which does not exist ({k.reason})"))
             continue
         phase = pvc.status.get("phase")
         if phase == "Bound" or (facts.mode == "lint" and not phase):
             results.append(ok(pvc.subject(), f"PVC {name} is {phase or 'declared'}"))
             continue
+        if not phase:
+            if running is not None:
+                results.append(ok(pvc.subject(), f"pod {running.name} is Running with PVC {name} mounted"))
+            else:
+                results.append(skip(f"PVC {name} shows no status.phase", pvc.subject()))
+            continue
         results.append(
             fail(pvc.subject(), [field_ev(ref, "status.phase", phase)], f"PVC {name} is {phase or 'not Bound'}")
         )
     return results
+
+
+def _running_with(facts: Facts, claim: str) -> Any:
+    """A trainer pod that is Running with `claim` mounted: proof the claim was bound when it started."""
+    for p in facts.scope.pods:
+        if p.status.get("phase") != "Running":
+            continue
+        for v in p.spec.get("volumes") or []:
+            if isinstance(v, dict) and (v.get("persistentVolumeClaim") or {}).get("claimName") == claim:
+                return p
+    return None

@@ -7,7 +7,7 @@ from typing import Any
 
 from ckpt_doctor.engine.checks import absence, check, condition_ev, event_ev, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
-from ckpt_doctor.facts.attempts import Run
+from ckpt_doctor.facts.attempts import Attempt, History, Run
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import compare
 from ckpt_doctor.scope import REPLICATED_JOB_LABEL, event_fields
@@ -28,90 +28,93 @@ def _gaps(runs: list[Run]) -> str:
     return "; ".join(gaps[:3]) + (f" (+{len(gaps) - 3} more)" if len(gaps) > 3 else "")
 
 
+def _unknown_starts(h: History, attempts: list[Attempt]) -> list[str]:
+    """Why the start of some later attempts cannot be told: their logs, or the attempts themselves, are gone."""
+    out = []
+    for a in attempts:
+        if h.attempt_start(a)[0] == "unknown":
+            gaps = _gaps(a.runs)
+            out.append(f"attempt {a.index}: " + (gaps or "no line shows how it began"))
+    return out
+
+
 @check("fresh-start-after-restart")
 def fresh_start(facts: Facts, rule: Rule) -> Result:
     h = facts.history
-    later = h.later_runs()
+    later = h.later_attempts()
     if not later:
         if h.earlier:
             return skip("an earlier attempt happened, but no pod of a later attempt is in the snapshot")
         return ok(reason="no restart, resume or preemption happened: there is no later attempt to judge")
-    fresh, resumed = [], []
-    for r in later:
-        kind, _step, ev = r.start()
-        if kind == "fresh":
-            fresh.append((r, ev))
-        elif kind == "resumed":
-            resumed.append((r, ev))
+    fresh = [(a, *h.attempt_start(a)[2:]) for a in later if h.attempt_start(a)[0] == "fresh"]
     if fresh:
-        earlier_runs = [r for r in h.runs if r.attempt < min(x.attempt for x, _ in fresh) and r.log]
-        if earlier_runs and all((r.last_step() or 0) <= 1 and not r.saves() for r in earlier_runs):
-            return ok(reason="the earlier attempt never trained past step 1, so starting at step 0 is expected")
-        r, ev = fresh[0]
+        a, r, ev = fresh[0]
+        earlier_runs = [x for x in h.runs if x.attempt < a.index]
+        if (
+            earlier_runs
+            and not h.unseen
+            and all(x.log is not None and x.last_step() is not None and x.last_step() <= 1 for x in earlier_runs)
+            and not any(x.saves() for x in earlier_runs)
+        ):
+            return ok(reason="the earlier attempts never trained past step 1, so starting at step 0 is expected")
         inferred = ev is not None and ev.kind == "progress"
         evidence = [*h.earlier[:3], _log_ev(r, ev)]
-        how = facts.history.attempt(r.attempt).how
         detail = (
-            f"attempt {r.attempt} ({how}, pod {r.pod.name}) started training from step 0"
+            f"attempt {a.index} ({a.how}, pod {r.pod.name}) started training from step 0"
             + (" (judged from its first progress line)" if inferred else "")
-            + f"; {len(fresh)} later run(s) started fresh"
+            + f"; {len(fresh)} later attempt(s) started fresh"
         )
         return fail(facts.subject(), evidence, detail, "medium" if inferred else "high")
-    if resumed:
-        r, ev = resumed[0]
-        return ok(reason=f"attempt {r.attempt} resumed ({ev.text[:120]})", evidence=[_log_ev(r, ev)])
-    return skip(
-        "no log of a later attempt shows a resume or a fresh start" + (f": {_gaps(later)}" if _gaps(later) else "")
-    )
-
-
-def _counted_saves(runs: list[Run]) -> list[tuple[Run, Any]]:
-    """Saves that completed: the last save of a run killed right after it may be partial."""
-    out = []
-    for r in runs:
-        saves = r.saves()
-        if not saves:
-            continue
-        last_event = r.log.events[-1] if r.log and r.log.events else None
-        for s in saves:
-            if s is saves[-1] and r.ended_by_signal() and last_event is s and s.signature.startswith("hf-"):
-                continue  # HF logs "Saving" before it writes: a save cut off by SIGKILL is not a save
-            out.append((r, s))
-    return out
+    unknown = _unknown_starts(h, later) + [u for u in h.unseen if "gone" in u and h.attempts]
+    if unknown:
+        return skip("how some later attempts began cannot be told: " + "; ".join(unknown[:3]))
+    a = later[0]
+    _k, _step, r, ev = h.attempt_start(a)
+    assert r is not None and ev is not None
+    return ok(reason=f"every later attempt resumed; attempt {a.index}: {ev.text[:120]}", evidence=[_log_ev(r, ev)])
 
 
 @check("resumed-older-checkpoint")
 def resumed_older(facts: Facts, rule: Rule) -> Result:
     h = facts.history
-    resumed = [(r, r.start()[1], r.start()[2]) for r in h.later_runs() if r.start()[0] == "resumed"]
-    resumed = [(r, step, ev) for r, step, ev in resumed if step is not None]
-    if not resumed:
-        return ok(reason="no later attempt resumed from a checkpoint step")
+    later = h.later_attempts()
+    if not later:
+        if h.earlier:
+            return skip("an earlier attempt happened, but no pod of a later attempt is in the snapshot")
+        return ok(reason="no later attempt: nothing resumed")
     # a running maximum of the newest completed save, over the attempts before each one
     newest_before: dict[int, tuple[Run, Any] | None] = {}
     running: tuple[Run, Any] | None = None
     for a in h.attempts:
         newest_before[a.index] = running
-        saves = _counted_saves(a.runs)
+        saves = [(r, e) for r in a.runs for e in r.saves()]
         if saves:
             got = max(saves, key=lambda p: p[1].step or 0)
             if running is None or (got[1].step or 0) > (running[1].step or 0):
                 running = got
-    judged = False
-    for r, step, ev in resumed:
-        prior = newest_before.get(r.attempt)
-        if prior is None:
+    unknown: list[str] = []
+    for a in later:
+        kind, step, r, ev = h.attempt_start(a)
+        if kind == "fresh":
+            continue  # a fresh start is fresh-start-after-restart's to judge
+        if kind == "unknown" or step is None:
+            unknown.append(f"attempt {a.index}: how it began is not shown ({_gaps(a.runs) or 'no resume line'})")
             continue
-        judged = True
-        sr, best = prior
-        if (best.step or 0) > step:
+        assert r is not None and ev is not None
+        prior = newest_before.get(a.index)
+        if prior is not None and (prior[1].step or 0) > step:
+            sr, best = prior
             return fail(
                 facts.subject(),
                 [_log_ev(sr, best), _log_ev(r, ev)],
-                f"attempt {r.attempt} resumed from step {step}, but attempt {sr.attempt} had saved step {best.step}",
+                f"attempt {a.index} resumed from step {step}, but attempt {sr.attempt} had saved step {best.step}",
             )
-    if not judged:
-        return skip("no log of an earlier attempt shows its saves, so the newest checkpoint is unknown")
+        earlier = [x for x in h.runs if x.attempt < a.index]
+        if not earlier or any(x.log is None for x in earlier) or h.unseen:
+            why = "; ".join([_gaps(earlier), *h.unseen]).strip("; ") or "no earlier attempt is in the snapshot"
+            unknown.append(f"attempt {a.index} resumed from step {step}, but the saves before it are unknown ({why})")
+    if unknown:
+        return skip("; ".join(unknown[:3]))
     return ok(reason="every resume used the newest checkpoint the earlier attempts saved")
 
 
@@ -170,8 +173,28 @@ VOLUME_PATTERNS = [
 
 
 def volume_events(facts: Facts) -> list[tuple[dict[str, Any], str]]:
+    """Attach, mount and volume-binding trouble on the trainer pods: their events, and the pods' own
+    PodScheduled condition (which says it even when the events have expired or were not collected)."""
     out = []
     pods = {p.name for p in facts.scope.pods}
+    for p in facts.scope.pods:
+        c = p.condition("PodScheduled")
+        if c is None or str(c.get("status")) != "False":
+            continue
+        msg = str(c.get("message") or "")
+        if any(needle in msg for reason, needle in VOLUME_PATTERNS if reason == "FailedScheduling"):
+            f = {
+                "reason": "FailedScheduling",
+                "message": msg,
+                "type": "Warning",
+                "count": 1,
+                "lastTimestamp": str(c.get("lastTransitionTime") or ""),
+                "object": p.ref(),
+                "involvedKind": "Pod",
+                "involvedName": p.name,
+                "condition": c,
+            }
+            out.append((f, p.name))
     for ev in facts.scope.events:
         f = event_fields(ev)
         if f["involvedKind"] != "Pod" or f["involvedName"] not in pods:
@@ -187,7 +210,10 @@ def volume_events(facts: Facts) -> list[tuple[dict[str, Any], str]]:
 def volume_attach_blocked(facts: Facts, rule: Rule) -> list[Result]:
     hits = volume_events(facts)
     if not hits:
-        return [ok(reason="no attach, mount or volume-binding event on the trainer pods")]
+        why = facts.missing("events")
+        if why:
+            return [skip(f"no pod condition shows volume trouble, and {why}")]
+        return [ok(reason="no attach, mount or volume-binding event or condition on the trainer pods")]
     by_pod: dict[str, list[dict[str, Any]]] = {}
     for f, pod in hits:
         by_pod.setdefault(pod, []).append(f)
@@ -201,7 +227,8 @@ def volume_attach_blocked(facts: Facts, rule: Rule) -> list[Result]:
             if isinstance(cs, dict)
         ]
         stuck = phase == "Pending" or "ContainerCreating" in waiting
-        evidence = [event_ev(f) for f in evs[:3]] + [field_ev(pod.ref(), "status.phase", phase)]
+        evidence = [condition_ev(pod.ref(), f["condition"]) if "condition" in f else event_ev(f) for f in evs[:3]]
+        evidence.append(field_ev(pod.ref(), "status.phase", phase))
         detail = (
             f"pod {pod_name} {'is stuck' if stuck else 'was held up'} on its volume: "
             f"{evs[0]['reason']}: {evs[0]['message'][:160]}"
@@ -211,12 +238,15 @@ def volume_attach_blocked(facts: Facts, rule: Rule) -> list[Result]:
 
 
 def all_logs_clear(facts: Facts, read: list[Run], what: str) -> Result:
-    """A pass needs every log: unread ones make the rule not_evaluated, naming them."""
-    unread = [r for r in facts.history.runs if r.log is None]
-    if unread:
+    """A pass needs every attempt's log: unread logs and attempts whose pods are gone make the rule
+    not_evaluated, naming them."""
+    h = facts.history
+    unread = [r for r in h.runs if r.log is None]
+    if unread or h.unseen:
+        told = "; ".join(x for x in (_gaps(unread), *h.unseen[:2]) if x)
         return skip(
-            f"{len(unread)} of {len(facts.history.runs)} trainer log(s) could not be read, and the "
-            f"{len(read)} read show no {what}: {_gaps(unread)}"
+            f"{len(unread) + len(h.unseen)} trainer log(s) or attempt(s) could not be read, and the "
+            f"{len(read)} read show no {what}: {told}"
         )
     if not read:
         return skip("no trainer log in the snapshot")
@@ -265,38 +295,45 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
     h = facts.history
     runs = interrupted_runs(facts)
     if not runs:
+        if h.interruptions and h.unseen:
+            return skip("an attempt was interrupted, but its pods and logs are gone: " + "; ".join(h.unseen[:2]))
         return ok(reason="no attempt in the snapshot ended by SIGTERM (suspend, preemption, eviction)")
-    judged = False
+    unknown: list[str] = []
     for r in runs:
         if r.log is None:
+            unknown.append(r.log_gap or f"log of {r.label} not read")
             continue
-        judged = True
         flushed = r.log.last("sigterm_flush") is not None
         sig = r.log.last("sigterm")
         if sig is not None:
             flushed = flushed or any(
-                e.kind == "saved" and e.offset >= sig.offset and e.window == sig.window for e in r.log.events
+                e.kind == "saved" and e.offset >= sig.offset and e.window == sig.window for e in r.saves()
             )
         if flushed:
             continue
         last = r.last_step()
-        nxt = [x for x in h.runs if x.attempt == r.attempt + 1 and x.start()[0] == "resumed"]
-        if nxt and last is not None:
-            _k, step, ev = nxt[0].start()
-            if step is not None and step < last:
-                evidence = [absence("a final save after SIGTERM", f"log of {r.label}")]
-                tail = r.log.last("progress", "saved")
-                if tail is not None:
-                    evidence.append(_log_ev(r, tail))
-                evidence.append(_log_ev(nxt[0], ev))
-                return fail(
-                    facts.subject(),
-                    evidence,
-                    f"attempt {r.attempt} reached step {last} and was stopped without a final save; "
-                    f"attempt {nxt[0].attempt} resumed from step {step}",
-                )
-    if not judged:
-        return skip("the interrupted attempt's log is not in the snapshot: " + _gaps(runs))
+        nxt = [a for a in h.attempts if a.index == r.attempt + 1]
+        kind, step, nr, ev = h.attempt_start(nxt[0]) if nxt else ("unknown", None, None, None)
+        if kind == "fresh" or (kind == "resumed" and step is not None and last is not None and step >= last):
+            continue  # nothing lost to a missing final save (a fresh start is another symptom)
+        if kind != "resumed" or step is None or last is None or nr is None or ev is None:
+            unknown.append(
+                f"attempt {r.attempt} stopped without a final save, and what the next one resumed from is not shown"
+            )
+            continue
+        evidence = [absence("a final save after SIGTERM", f"log of {r.label}")]
+        tail = r.log.last("progress", "saved")
+        if tail is not None:
+            evidence.append(_log_ev(r, tail))
+        evidence.append(_log_ev(nr, ev))
+        return fail(
+            facts.subject(),
+            evidence,
+            f"attempt {r.attempt} reached step {last} and was stopped without a final save; "
+            f"attempt {nr.attempt} resumed from step {step}",
+        )
+    if unknown:
+        return skip("; ".join(sorted(set(unknown))[:3]))
     return ok(reason="every interrupted attempt saved before it stopped, or nothing was lost")
 
 
@@ -310,13 +347,20 @@ def _failed_condition(facts: Facts) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def _not_failed(facts: Facts) -> Result:
+    """No Failed condition: a pass only when some status was seen that would carry one."""
+    tj, js = facts.scope.trainjob, facts.scope.jobset
+    if js is None and (tj is None or not tj.conditions()):
+        why = facts.missing("jobset") or "the JobSet is not in the snapshot"
+        return skip(f"the TrainJob has no status conditions and {why}")
+    return ok(reason="the TrainJob has not failed")
+
+
 @check("job-failed-without-restart")
 def failed_without_restart(facts: Facts, rule: Rule) -> Result:
     got = _failed_condition(facts)
     if got is None:
-        if facts.scope.jobset is None and facts.scope.trainjob is not None and not facts.scope.trainjob.status:
-            return skip("neither the TrainJob status nor the JobSet is in the snapshot")
-        return ok(reason="the TrainJob has not failed")
+        return _not_failed(facts)
     ref, c = got
     if c.get("reason") == "FailedJobs" and facts.history.jobset_restarts == 0:
         ev = [condition_ev(ref, c)]
@@ -332,7 +376,7 @@ def failed_without_restart(facts: Facts, rule: Rule) -> Result:
 def restarts_exhausted(facts: Facts, rule: Rule) -> Result:
     got = _failed_condition(facts)
     if got is None:
-        return ok(reason="the TrainJob has not failed")
+        return _not_failed(facts)
     ref, c = got
     if c.get("reason") == "ReachedMaxRestarts":
         ev = [condition_ev(ref, c)]
