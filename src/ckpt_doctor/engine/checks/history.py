@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ckpt_doctor.engine.checks import absence, check
-from ckpt_doctor.engine.checks.symptoms import all_logs_clear, interrupted_runs
+from ckpt_doctor.engine.checks.symptoms import _gaps, all_logs_clear, interrupted_runs
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 
@@ -11,23 +11,35 @@ from ckpt_doctor.facts.context import Facts
 @check("ckpt-autodetect-found-nothing")
 def autodetect_found_nothing(facts: Facts, rule: Rule) -> Result:
     h = facts.history
-    fresh = [r for r in h.later_runs() if r.start()[0] == "fresh"]
+    later = h.later_attempts()
+    fresh = [a for a in later if h.attempt_start(a)[0] == "fresh"]
     if not fresh:
+        unknown = [a.index for a in later if h.attempt_start(a)[0] == "unknown"]
+        if unknown:
+            return skip(
+                f"how attempt(s) {', '.join(map(str, unknown))} began is not shown: "
+                + (_gaps([r for a in later for r in a.runs]) or "no resume or fresh-start line")
+            )
+        if h.earlier and not later:
+            return skip("an earlier attempt happened, but no pod of a later attempt is in the snapshot")
         return ok(reason="no later attempt started fresh")
-    r = fresh[0]
-    earlier = [x for x in h.runs if x.attempt < r.attempt]
+    a = fresh[0]
+    _k, _s, r, fev = h.attempt_start(a)
+    assert r is not None and fev is not None and r.log is not None
+    earlier = [x for x in h.runs if x.attempt < a.index]
     saves = [(x, e) for x in earlier for e in x.saves()]
     if not saves:
-        if any(x.log for x in earlier):
+        blind = [x for x in earlier if x.log is None]
+        if earlier and not blind and not h.unseen:
             return ok(reason="the earlier attempts saved nothing, so there was nothing to find")
-        return skip("the earlier attempts' logs are not in the snapshot, so whether checkpoints existed is unknown")
+        why = "; ".join(x for x in (_gaps(blind), *h.unseen[:2]) if x) or "no earlier attempt's log"
+        return skip(f"whether checkpoints existed before attempt {a.index} is unknown: {why}")
     sr, se = saves[-1]
-    _k, _s, fev = r.start()
-    assert sr.log is not None and r.log is not None and fev is not None
+    assert sr.log is not None
     return fail(
         facts.subject(),
         [se.evidence(sr.log.ref, sr.attempt), fev.evidence(r.log.ref, r.attempt)],
-        f"attempt {sr.attempt} saved {se.path or f'step {se.step}'}, yet attempt {r.attempt} found no "
+        f"attempt {sr.attempt} saved {se.path or f'step {se.step}'}, yet attempt {a.index} found no "
         "checkpoint and started fresh",
         "medium",
     )
@@ -47,26 +59,22 @@ def partial_latest(facts: Facts, rule: Rule) -> Result:
             )
     for r in runs:
         assert r.log is not None
-        started = r.log.last("save_started")
-        if started is None or started.step is None:
-            continue
-        done = any(e.kind == "saved" and e.step == started.step for e in r.log.events)
-        if done:
-            continue
-        nxt = [x for x in h.runs if x.attempt == r.attempt + 1 and x.start()[0] == "resumed"]
-        if nxt and nxt[0].start()[1] == started.step and nxt[0].log is not None:
-            _k, _s, rev = nxt[0].start()
-            assert rev is not None
-            return fail(
-                facts.subject(),
-                [
-                    started.evidence(r.log.ref, r.attempt),
-                    absence(f"a completed save of step {started.step}", r.label),
-                    rev.evidence(nxt[0].log.ref, nxt[0].attempt),
-                ],
-                f"attempt {r.attempt} was stopped while saving step {started.step}; "
-                f"attempt {nxt[0].attempt} resumed from that half-written checkpoint",
-            )
+        for died in r.died_saves():
+            nxt = [a for a in h.attempts if a.index == r.attempt + 1]
+            if not nxt:
+                continue
+            kind, step, nr, rev = h.attempt_start(nxt[0])
+            if kind == "resumed" and step == died.step and nr is not None and rev is not None and nr.log is not None:
+                return fail(
+                    facts.subject(),
+                    [
+                        died.evidence(r.log.ref, r.attempt),
+                        absence(f"a completed save of step {died.step}", r.label),
+                        rev.evidence(nr.log.ref, nr.attempt),
+                    ],
+                    f"attempt {r.attempt} was stopped while saving step {died.step}; "
+                    f"attempt {nr.attempt} resumed from that half-written checkpoint",
+                )
     return all_logs_clear(facts, runs, "sign of an incomplete checkpoint being loaded")
 
 
@@ -75,24 +83,39 @@ def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
     h = facts.history
     ended = interrupted_runs(facts) + [r for a in h.attempts[:-1] for r in a.runs if r.exit_code not in (None, 0)]
     if not ended:
+        if h.unseen and h.earlier:
+            return skip(
+                "an earlier attempt was interrupted, but its pods and logs are gone: " + "; ".join(h.unseen[:2])
+            )
         return ok(reason="no attempt was interrupted before a later one")
-    judged = False
-    for r in ended:
+    unknown: list[str] = []
+    for r in {id(x): x for x in ended}.values():
+        nxt = [a for a in h.attempts if a.index == r.attempt + 1]
+        kind, step, _nr, _ev = h.attempt_start(nxt[0]) if nxt else ("unknown", None, None, None)
+        if kind == "resumed" and step:
+            continue  # the next attempt resumed from a saved step: a checkpoint existed before the interruption
         if r.log is None:
+            unknown.append(r.log_gap or f"log of {r.label} not read")
             continue
-        judged = True
         if r.saves():
             continue
         last = r.last_step()
-        if last is None or last <= 1:
+        if last is None:
+            unknown.append(f"attempt {r.attempt}: no line shows how far it trained")
             continue
+        if last <= 1:
+            continue
+        tail = r.log.last("progress")
+        evidence = [absence("a checkpoint save", f"log of {r.label}")]
+        if tail is not None:
+            evidence.append(tail.evidence(r.log.ref, r.attempt))
         return fail(
             facts.subject(),
-            [absence("a checkpoint save", f"log of {r.label}"), r.log.last("progress").evidence(r.log.ref, r.attempt)],  # type: ignore[union-attr]
+            evidence,
             f"attempt {r.attempt} trained to step {last} and was interrupted before its first save: "
             "the save interval is longer than the time to failure",
             "medium",
         )
-    if not judged:
-        return skip("the interrupted attempt's log is not in the snapshot")
+    if unknown:
+        return skip("; ".join(sorted(set(unknown))[:3]))
     return ok(reason="every interrupted attempt had saved at least once")
