@@ -32,14 +32,20 @@ def test_exit_codes(capsys, tmp_path: Path) -> None:
     assert rc_of("diagnose", "--bundle", str(d)) == 0
     assert rc_of("diagnose", "--bundle", str(d), "--strict") == 4
     assert rc_of("diagnose", "--bundle", str(EX / "nope")) == 3
-    assert rc_of("diagnose") == 3  # neither a TARGET nor --bundle
     capsys.readouterr()
 
 
-def test_usage_error_is_2() -> None:
+def test_usage_error_is_2(capsys) -> None:
     with pytest.raises(SystemExit) as e:
         main(["diagnose", "--fail-on", "bogus"])
     assert e.value.code == 2
+    # contracts.md §1: a missing or conflicting argument is a usage error, as argparse's own are
+    assert main(["diagnose"]) == 2  # neither a TARGET nor --bundle
+    assert main(["diagnose", "ns/x", "--bundle", str(EX / "healthy-resume")]) == 2
+    assert main(["explain-error", ""]) == 2
+    assert main(["rules", "show", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count(": error: ") >= 4
 
 
 def test_text_output_leads_with_the_verdict(capsys) -> None:
@@ -69,7 +75,7 @@ def test_rules_commands(capsys) -> None:
     assert "missing_ancestor_label --> overrides_not_applied" in capsys.readouterr().out
     assert main(["rules", "graph", "-o", "dot"]) == 0
     assert '"no-failure-policy" -> "job-failed-without-restart"' in capsys.readouterr().out
-    assert main(["rules", "show", "nope"]) == 3
+    assert main(["rules", "show", "nope"]) == 2
 
 
 def test_console_script_and_module_entry_points() -> None:

@@ -426,7 +426,7 @@ def test_cli_text_stdin_and_json(cli, monkeypatch) -> None:
     assert rc == 0 and {f["rule"] for f in doc["findings"]} == {R, "env-in-pod-template-overrides"}
     assert all(f["status"] == "fail" for f in doc["findings"])
     monkeypatch.setattr("sys.stdin", io.StringIO("   \n"))
-    assert cli("explain-error", "-")[0] == 3
+    assert cli("explain-error", "-")[0] == 2  # no text: a usage error
 
 
 def test_every_pattern_is_exercised() -> None:

@@ -134,15 +134,23 @@ def test_duplicates_keep_the_first(tmp_path: Path) -> None:
     assert len(result.manifests.snapshot.of_kind("PersistentVolumeClaim")) == 1
 
 
-def test_only_bad_files_still_produce_a_document(tmp_path: Path, cli) -> None:
-    f = tmp_path / "values.yaml"
-    f.write_text("a: 1\n")
-    rc, out, _err = cli("lint", str(f), "-o", "json")
-    doc = json.loads(out)
-    jsonschema.validate(doc, findings_schema())
-    assert rc == 0 and doc["summary"]["fail"] == 0
-    assert all(x["status"] == "not_evaluated" for x in doc["findings"])
-    assert cli("lint", str(f), "--strict")[0] == 4
+def test_nothing_readable_as_a_manifest_is_exit_3_with_each_file_noted(tmp_path: Path, cli) -> None:
+    """contracts.md §1: a manifest that cannot be read is an input error; each skipped file says why."""
+    (tmp_path / "values.yaml").write_text("a: 1\n")
+    (tmp_path / "broken.yaml").write_text("apiVersion: v1\nkind: [\n")
+    (tmp_path / "notes.txt").write_text("hello\n")
+    for path in (tmp_path / "values.yaml", tmp_path / "broken.yaml", tmp_path):
+        rc, out, err = cli("lint", str(path), "-o", "json")
+        assert rc == 3 and out == "", (path, rc, out)
+        assert "could be read as a Kubernetes manifest" in err.splitlines()[-1]
+        assert "Traceback" not in err
+    _rc, _out, err = cli("lint", str(tmp_path))
+    assert "values.yaml: " in err and "broken.yaml:" in err and "not valid YAML" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc, _out, err = cli("lint", str(empty))
+    assert rc == 3 and "no .yaml, .yml or .json file" in err
+    assert cli("lint", str(tmp_path / "notes.txt"))[0] == 3
 
 
 def test_unreadable_path_is_exit_3_with_one_line(tmp_path: Path, cli) -> None:

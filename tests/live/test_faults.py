@@ -242,3 +242,32 @@ def test_a_runtime_that_answers_404_is_absent_not_unknown(faulty: tuple[FaultyKu
     for rule in needing:
         f = by_id[rule.id]
         assert f["status"] == "not_evaluated" and "does not exist" in f["reason"], (rule.id, f)
+
+
+class _Vanishing(FaultyKube):
+    """The API server answers the TrainJob, then goes away: every later connection is cut unanswered."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.gone = False
+
+    def _handle(self, h: Any) -> None:
+        if self.gone:
+            h.close_connection = True
+            return
+        super()._handle(h)
+        if "/trainjobs/" in h.path and h.command == "GET":
+            self.gone = True
+
+
+def test_cluster_lost_mid_run_is_exit_3_saying_what_was_read(tmp_path: Path) -> None:
+    if REAL_KUBECONFIG:
+        pytest.skip("injects faults: fake API server only")
+    with _Vanishing() as kube:
+        Scenario(pods=3).load(kube)
+        kc = kube.kubeconfig(tmp_path / "kc", namespace=NS)
+        got = run_cli(["diagnose", f"{NS}/{NAME}", "--kubeconfig", str(kc), "--request-timeout", "3"])
+    assert got.rc == 3, (got.rc, got.out, got.err)
+    assert got.out == ""
+    line = got.err.strip()
+    assert line.count("\n") == 0 and "lost the cluster" in line and "read the TrainJob" in line, line

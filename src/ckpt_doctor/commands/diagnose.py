@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_log_flags
 from ckpt_doctor.commands.common import add_output_flags, emit
-from ckpt_doctor.errors import InputError
+from ckpt_doctor.errors import UsageError
 from ckpt_doctor.pipeline import diagnose_snapshot
 from ckpt_doctor.sources.bundle import open_bundle
 
@@ -32,14 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.bundle and args.target:
-        raise InputError("give either a live TARGET or --bundle, not both")
+        raise UsageError("give either a live TARGET or --bundle, not both")
     if args.bundle:
         with open_bundle(args.bundle) as snap:
             diag = diagnose_snapshot(snap, args.trainjob, args.trainer_version, args.signatures)
             emit(diag, args.output, args.verbose)
     else:
         if not args.target:
-            raise InputError("name a TrainJob ([NAMESPACE/]NAME) or pass --bundle PATH")
+            raise UsageError("name a TrainJob ([NAMESPACE/]NAME) or pass --bundle PATH")
         from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
 
         snap = collect_live(

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ckpt_doctor.errors import InputError
+from ckpt_doctor.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def read_text(words: list[str]) -> str:
     if not words or words == ["-"]:
         if not words and sys.stdin.isatty():
-            raise InputError("give the error text as an argument, or - to read it from standard input")
+            raise UsageError("give the error text as an argument, or - to read it from standard input")
         return sys.stdin.read()
     return " ".join(words)
 
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     text = read_text(args.text)
     if not text.strip():
-        raise InputError("the error text is empty")
+        raise UsageError("the error text is empty")
     ex = explain(text)
     if args.output == "json":
         sys.stdout.write(json.dumps(ex.to_json(), indent=2, ensure_ascii=False, default=str) + "\n")

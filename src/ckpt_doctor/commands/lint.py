@@ -7,6 +7,7 @@ import sys
 
 from ckpt_doctor.cli import trainer_version_arg
 from ckpt_doctor.commands.common import add_output_flags, emit
+from ckpt_doctor.errors import InputError
 from ckpt_doctor.lint import LintResult, lint_paths
 
 
@@ -49,6 +50,15 @@ def _notes(result: LintResult) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = lint_paths(args.paths, args.trainer_version)
+    if not result.manifests.files:  # nothing it was given is a manifest: an input error, each file noted
+        skipped = [n for n in result.manifests.notes if n.kind != "version"]
+        for n in skipped:
+            print(f"ckpt-doctor: note: {n.where()}: {n.message}", file=sys.stderr)
+        what = ", ".join(args.paths)
+        why = (
+            f"{len(skipped)} file(s) skipped, see the notes above" if skipped else "no .yaml, .yml or .json file there"
+        )
+        raise InputError(f"nothing in {what} could be read as a Kubernetes manifest ({why})")
     if args.fix or args.dry_run:
         from ckpt_doctor.fix import fix_result
 

@@ -9,7 +9,7 @@ import sys
 from ckpt_doctor.engine.catalogue import default_rules
 from ckpt_doctor.engine.checks import load_checks
 from ckpt_doctor.engine.graph import build_graph, to_dot, to_json, to_mermaid
-from ckpt_doctor.errors import InputError
+from ckpt_doctor.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if cmd == "show":
         r = next((r for r in rules if r.id == args.id), None)
         if r is None:
-            raise InputError(f"no rule {args.id!r}; `ckpt-doctor rules list` shows them")
+            raise UsageError(f"no rule {args.id!r}; `ckpt-doctor rules list` shows them")
         if args.output == "json":
             out.write(json.dumps(_rule_json(r), indent=2) + "\n")
             return 0

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags
-from ckpt_doctor.errors import InputError
+from ckpt_doctor.errors import InputError, UsageError
 from ckpt_doctor.tui.target import Target
 
 
@@ -40,13 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def target_from(args: argparse.Namespace) -> Target:
     """The app's Target from parsed flags (checked here, before the app takes the screen)."""
     if args.bundle and args.target:
-        raise InputError("give either a live TARGET or --bundle, not both")
+        raise UsageError("give either a live TARGET or --bundle, not both")
     if args.trainjob and args.target:
-        raise InputError("give the TrainJob once: TARGET on a cluster, --trainjob in a bundle")
+        raise UsageError("give the TrainJob once: TARGET on a cluster, --trainjob in a bundle")
     if args.bundle is not None and not args.bundle.exists():
         raise InputError("no such file or directory", str(args.bundle))
     if args.refresh is not None and args.refresh <= 0:
-        raise InputError("--refresh needs a positive number of seconds")
+        raise UsageError("--refresh needs a positive number of seconds")
     if args.signatures:  # read them now: a broken file is an error before the app takes the screen
         from ckpt_doctor.facts.logs import load_signatures
 

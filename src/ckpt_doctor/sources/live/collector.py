@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ckpt_doctor.coverage import apply_absent_or_log, apply_gap, plural
-from ckpt_doctor.errors import InputError
+from ckpt_doctor.errors import InputError, UsageError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 from ckpt_doctor.scope import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL, Scope, claim_names, owned_by, replicated_jobs
 from ckpt_doctor.snapshot import Gap, LogRef, Obj, Snapshot
@@ -54,9 +54,9 @@ def split_target(target: str, namespace_flag: str | None, default_ns: str) -> tu
     """`[NS/]NAME` plus -n into (namespace, name)."""
     ns, sep, name = target.strip().rpartition("/")
     if not name or (sep and not ns) or "/" in ns:
-        raise InputError(f"TrainJob {target!r}: expected NAME or NAMESPACE/NAME")
+        raise UsageError(f"TrainJob {target!r}: expected NAME or NAMESPACE/NAME")
     if ns and namespace_flag and ns != namespace_flag:
-        raise InputError(f"TrainJob {target!r} names namespace {ns!r} but -n says {namespace_flag!r}")
+        raise UsageError(f"TrainJob {target!r} names namespace {ns!r} but -n says {namespace_flag!r}")
     return (ns or namespace_flag or default_ns), name
 
 
@@ -201,6 +201,7 @@ class Collector:
                 res[key] = fut.result()
             except CallError as e:
                 res[key] = e
+        self._check_lost(res, ("runtime", "snapshot", "jobset", "jobs", "pods", "events", "pvcs"))
         # runtime snapshot first: when it exists it is the runtime actually used (v2.3)
         snap_cm = res["snapshot"]
         snap_name = f"{name}-runtime-snapshot"
@@ -241,6 +242,19 @@ class Collector:
         out.server_version = res["version"] if isinstance(res["version"], str) else ""
         dep = res["trainer"]
         out.trainer_version = _image_version(dep) if isinstance(dep, dict) else ""
+
+    def _check_lost(self, res: dict[str, Any], keys: Sequence[str]) -> None:
+        """The cluster went away after the TrainJob was read: exit 3 saying what was read before it went,
+        instead of diagnosing a half-read TrainJob as if the rest were merely forbidden."""
+        lost = [k for k in keys if isinstance(res.get(k), CallError) and res[k].kind in ("unreachable", "dropped")]
+        if not lost or len(lost) < max(1, len([k for k in keys if k in res]) // 2):
+            return
+        got = ["the TrainJob"] + [k for k in keys if k in res and not isinstance(res[k], CallError)]
+        first = res[lost[0]]
+        raise InputError(
+            f"lost the cluster at {self.cluster.server} in the middle of the collection ({first.message}): "
+            f"read {', '.join(got)}; could not read {', '.join(lost)}. Run it again when the cluster answers"
+        )
 
     def read_storage(self, pool: ThreadPoolExecutor, out: Collected) -> None:
         ns = self.namespace
