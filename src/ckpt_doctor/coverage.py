@@ -186,6 +186,10 @@ class Coverage:
         kinds = {k for k, _ in pre}
         out = []
         for m in self.malformed:
+            if m.kind == "*":  # an object whose kind could not be read: it may be any of them
+                if m.namespace is None or namespace is None or m.namespace == namespace:
+                    out.append(m)
+                continue
             if m.object not in refs:
                 maybe = (
                     m.kind in kinds

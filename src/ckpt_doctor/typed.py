@@ -388,3 +388,14 @@ def clean_meta(raw: dict[str, Any], where: str) -> tuple[dict[str, Any], list[Ma
     """bundle.yaml through the same check (its fields are read by the version and coverage logic)."""
     w = _Walk(where, "Bundle", None)
     return w.mapping(raw, BUNDLE_META, ""), w.found
+
+
+def unreadable_object(raw: dict[str, Any], where: str) -> Malformed:
+    """An object whose kind or apiVersion is not a string: it could be of any kind, in its namespace."""
+    meta = raw.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    ns = meta.get("namespace") if isinstance(meta, dict) else None
+    label = f"an object in {where}" + (f" named {name!r}" if isinstance(name, str) else "")
+    kind, api = raw.get("kind"), raw.get("apiVersion")
+    path, v = ("kind", kind) if not isinstance(kind, str) or not kind else ("apiVersion", api)
+    return Malformed(label, "*", ns if isinstance(ns, str) else None, path, _found(v), "a string")

@@ -76,21 +76,23 @@ def iter_documents(text: str, where: str) -> Iterator[Any]:
         yield doc
 
 
-def kube_objects(text: str, where: str) -> Iterator[dict[str, Any]]:
+def kube_objects(text: str, where: str, rejects: list[dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
     """Yield Kubernetes objects from text, flattening `kind: List` / `*List` wrappers.
 
     Documents that are not objects (scalars, lists of scalars, dicts without kind) are
-    skipped silently: the caller decides whether a file with none is an error.
+    skipped silently: the caller decides whether a file with none is an error. A mapping that has
+    the shape of an object (metadata, or a kind or apiVersion) whose kind or apiVersion is not a
+    string goes to `rejects`, when given: it is an object that could not be read, not no object.
     """
     for doc in iter_documents(text, where):
-        yield from flatten_objects(doc)
+        yield from flatten_objects(doc, rejects)
 
 
-def flatten_objects(doc: Any) -> Iterator[dict[str, Any]]:
+def flatten_objects(doc: Any, rejects: list[dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
     """The Kubernetes objects in a document: itself, a list's items, or a `kind: *List`'s items."""
     if isinstance(doc, list):
         for item in doc:
-            yield from flatten_objects(item)
+            yield from flatten_objects(item, rejects)
         return
     if not isinstance(doc, dict):
         return
@@ -101,8 +103,10 @@ def flatten_objects(doc: Any) -> Iterator[dict[str, Any]]:
             if isinstance(item, dict):
                 if item_kind and "kind" not in item:
                     item = {**item, "kind": item_kind, "apiVersion": doc.get("apiVersion")}
-                yield from flatten_objects(item)
+                yield from flatten_objects(item, rejects)
         return
     api = doc.get("apiVersion")
     if isinstance(kind, str) and kind and isinstance(api, str) and api:
         yield doc
+    elif rejects is not None and (isinstance(doc.get("metadata"), dict) or "kind" in doc or "apiVersion" in doc):
+        rejects.append(doc)

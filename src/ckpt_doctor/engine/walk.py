@@ -120,14 +120,14 @@ def _run(rule: Rule, facts: Facts, checks: dict[str, Any]) -> list[Result]:
             return [skip(NEEDS_CLUSTER, subject)]
         return [skip(f"not part of {facts.mode}", subject)]
     if facts.mode != "explain-error":  # explain-error checks read only the error text
+        bad = facts.malformed_for(rule)  # first: a malformed field may be why an input looks missing
+        if bad:
+            more = f" (+{len(bad) - 2} more)" if len(bad) > 2 else ""
+            return [skip("malformed input: " + "; ".join(m.reason for m in bad[:2]) + more, subject)]
         for need in rule.needs:
             why = facts.missing(need)
             if why:
                 return [skip(why, subject)]
-        bad = facts.malformed_for(rule)
-        if bad:
-            more = f" (+{len(bad) - 2} more)" if len(bad) > 2 else ""
-            return [skip("malformed input: " + "; ".join(m.reason for m in bad[:2]) + more, subject)]
     if rule.versioned and facts.mode != "explain-error" and len(facts.version.candidates) > 1:
         return _across_versions(rule, facts, checks, subject)
     return _call(rule, facts, checks, subject)

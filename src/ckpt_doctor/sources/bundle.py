@@ -11,7 +11,7 @@ from typing import Any
 from ckpt_doctor.coverage import apply_absent_or_log, apply_gap, kind_of_word
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.snapshot import Gap, LogRef, Obj, Origin, Snapshot
-from ckpt_doctor.typed import clean_meta
+from ckpt_doctor.typed import clean_meta, unreadable_object
 from ckpt_doctor.yamlio import kube_objects
 
 OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -66,7 +66,7 @@ def _log_key(rel: Path) -> tuple[str, str, bool] | None:
     return None
 
 
-def read_objects_file(path: Path, display: str) -> list[Obj]:
+def read_objects_file(path: Path, display: str, snap: Snapshot | None = None) -> list[Obj]:
     try:
         if path.stat().st_size > MAX_OBJECT_FILE:
             raise InputError("object file larger than 512 MiB; split it", display)
@@ -76,7 +76,12 @@ def read_objects_file(path: Path, display: str) -> list[Obj]:
     if b"\x00" in data[:8192]:
         raise InputError("binary file where Kubernetes YAML/JSON was expected", display)
     text = data.decode("utf-8", errors="replace")
-    return [Obj(raw, Origin(display)) for raw in kube_objects(text, display)]
+    rejects: list[dict[str, Any]] = []
+    objs = [Obj(raw, Origin(display)) for raw in kube_objects(text, display, rejects)]
+    if snap is not None:
+        for raw in rejects:
+            snap.coverage.malformed.append(unreadable_object(raw, display))
+    return objs
 
 
 def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
@@ -99,7 +104,7 @@ def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
         if f.suffix.lower() not in OBJECT_SUFFIXES:
             continue
         display = str(rel)
-        objs = read_objects_file(f, display)
+        objs = read_objects_file(f, display, snap)
         for o in objs:
             if o.kind == "Bundle" and o.api_version.startswith("ckpt-doctor/"):
                 _apply_meta(snap, o.raw, display)
