@@ -159,3 +159,26 @@ def test_scenario_builder_default_is_diagnosable(tmp_path: Path) -> None:
     with open_bundle(d) as snap:
         diag = diagnose_snapshot(snap)
     assert not diag.failed()
+
+
+def test_overlapping_dumps_collapse_and_the_newer_copy_wins(tmp_path: Path) -> None:
+    """issue 9: identical copies are one object; differing copies keep the higher resourceVersion, noted."""
+    import shutil
+
+    import yaml
+
+    d = tmp_path / "b"
+    shutil.copytree(ROOT / "examples" / "healthy-resume", d)
+    shutil.copy(d / "trainjob.yaml", d / "again-trainjob.yaml")  # an identical second dump
+    shutil.copy(d / "pods.yaml", d / "more-pods.yaml")
+    js = yaml.safe_load((d / "jobset.yaml").read_text())
+    js["metadata"]["resourceVersion"] = "1"
+    js["status"]["restarts"] = 0  # an older copy: before the restart
+    (d / "older-jobset.yaml").write_text(yaml.safe_dump(js))
+    with open_bundle(d) as snap:
+        assert len(snap.of_kind("TrainJob")) == 1
+        diag = diagnose_snapshot(snap)  # one TrainJob: no --trainjob needed
+        assert len(snap.of_kind("JobSet")) == 1 and snap.of_kind("JobSet")[0].status["restarts"] == 1
+        assert len(snap.of_kind("Job")) == 2  # same name, two uids: a JobSet restart recreated it
+        assert any("JobSet/team-a/sft-resumable appears twice" in n and "52390" in n for n in snap.notes)
+    assert not diag.failed()

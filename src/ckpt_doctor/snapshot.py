@@ -204,7 +204,7 @@ class Snapshot:
 
     def __post_init__(self) -> None:
         self._by_kind: defaultdict[str, list[Obj]] | None = None
-        self._by_key: dict[tuple[str, str, str], Obj] | None = None
+        self._by_key: dict[tuple[str, str, str, str], Obj] | None = None
 
     def add(self, obj: Obj, dedupe: bool = False) -> None:
         """Add an object, its fields checked against their types (typed.clean).
@@ -219,7 +219,8 @@ class Snapshot:
         if dedupe and obj.name:
             if self._by_key is None:
                 self._by_key = {}
-            key = (obj.kind, obj.namespace or "", obj.name)
+            # a uid tells two objects of one name apart (a JobSet restart recreates its Jobs under their names)
+            key = (obj.kind, obj.namespace or "", obj.name, obj.uid or "")
             old = self._by_key.get(key)
             if old is not None:
                 self._replace_duplicate(old, obj)
@@ -238,7 +239,7 @@ class Snapshot:
         if keep_new:
             i = next(i for i, o in enumerate(self.objects) if o is old)
             self.objects[i] = new
-            self._by_key[(new.kind, new.namespace or "", new.name)] = new  # type: ignore[index]
+            self._by_key[(new.kind, new.namespace or "", new.name, new.uid or "")] = new  # type: ignore[index]
             self._by_kind = None
 
     def extend(self, objs: Iterable[Obj]) -> None:

@@ -72,6 +72,7 @@ class Diagnosis:
                 for e in self.verdict
             ],
             "latent": [x.rule.id for x in self.latent],
+            "notes": list(f.scope.snap.notes),
         }
 
 

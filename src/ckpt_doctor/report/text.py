@@ -58,6 +58,10 @@ def build(diag: Diagnosis, verbose: bool = False) -> Text:
         out.append("\nNOTES\n" if f.mode == "lint" else "\nNOT COLLECTED\n", "bold yellow")
         for g in gaps:
             out.append(f"  {g.what}: {g.reason}\n", "yellow")
+    if f.mode != "lint" and f.scope.snap.notes:
+        out.append("\nNOTES\n", "bold yellow")
+        for n in f.scope.snap.notes:
+            out.append(f"  {n}\n", "yellow")
     passed = [x for x in diag.findings if x.status == "pass"]
     if verbose and passed:
         out.append(f"\nPASSED ({len(passed)})\n", "bold green")
