@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ckpt_doctor.engine.catalogue import default_rules
-from tests.live.conftest import REAL_KUBECONFIG, run_cli
+from tests.live.conftest import REAL_KUBECONFIG, findings, run_cli
 from tests.live.faulty import FaultyKube, cut, rotated, vanish
 from tests.live.scenario import NAME, NS, Scenario, pod_name
 
@@ -271,3 +271,24 @@ def test_cluster_lost_mid_run_is_exit_3_saying_what_was_read(tmp_path: Path) -> 
     assert got.out == ""
     line = got.err.strip()
     assert line.count("\n") == 0 and "lost the cluster" in line and "read the TrainJob" in line, line
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_live_and_collected_bundle_agree_under_the_fault(case: Case, faulty: tuple[FaultyKube, Path]) -> None:
+    """Parity: what live diagnose says under a fault, the bundle `collect` wrote under it says too
+    (each on its own server: some faults change the cluster, a pod deleted mid-read)."""
+    kube, kc = faulty
+    case.setup(kube)
+    timeout = ["--request-timeout", str(case.timeout)]
+    live = run_cli(["diagnose", f"{NS}/{NAME}", "-o", "json", "--kubeconfig", str(kc), *timeout])
+    out = kc.parent / "b.tar.gz"
+    with FaultyKube() as other:
+        Scenario(pods=3).load(other)
+        case.setup(other)
+        kc2 = other.kubeconfig(kc.parent / "kc2", namespace=NS)
+        got = run_cli(["collect", f"{NS}/{NAME}", "-o", str(out), "-q", "--kubeconfig", str(kc2), *timeout])
+    assert got.rc == 0, got.err
+    offline = run_cli(["diagnose", "--bundle", str(out), "-o", "json"])
+    assert live.rc == offline.rc, (live.err, offline.err)
+    assert findings(live.json()) == findings(offline.json())
+    assert {g["what"] for g in live.json()["notCollected"]} == {g["what"] for g in offline.json()["notCollected"]}
