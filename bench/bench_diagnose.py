@@ -8,6 +8,13 @@ should not grow with log bytes.
 
     python bench/bench_diagnose.py                  # 200 MB and 2048 MB
     python bench/bench_diagnose.py --sizes 50 --keep /tmp/bench
+    python bench/bench_diagnose.py --grep           # 1,024 pods: diagnose against grep, interleaved
+
+`--grep` builds 1,024 trainer pods (512 x 2 attempts, 512 KB of log each), then alternates a
+`diagnose` run with what a person would run by hand over the same windows: the first and last
+128 KiB of every log (`head -c`, `tail -c`) piped into one `grep -F -i -c -f keywords`, where the
+keywords are every signature's literal keywords. It prints both timings and the ratio
+diagnose/grep (min, median, max over the pairs).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import argparse
 import json
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -89,13 +97,76 @@ def run_diagnose(bundle: Path) -> tuple[float, float, dict]:
     return wall, max(peak, before) / 1024, json.loads(out.stdout)
 
 
+def grep_keywords(path: Path) -> Path:
+    from ckpt_doctor.facts.logs import load_signatures
+
+    words = sorted({w for s in load_signatures() for w in (s.keywords or (s.keyword,))})
+    path.write_text("\n".join(words) + "\n", encoding="utf-8")
+    return path
+
+
+def run_grep(bundle: Path, keywords: Path, head: int, tail: int) -> float:
+    files = bundle / "grep-files.txt"
+    if not files.exists():
+        files.write_text("\n".join(str(p) for p in sorted((bundle / "logs").rglob("*.log"))) + "\n")
+    script = (
+        f"xargs -a {files} sh -c 'for f; do head -c {head} \"$f\"; tail -c {tail} \"$f\"; done' sh"
+        f" | LC_ALL=C grep -F -i -c -f {keywords}"
+    )
+    t = time.perf_counter()
+    out = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if out.returncode not in (0, 1):
+        raise SystemExit(out.stderr)
+    return wall
+
+
+def compare_grep(base: Path, repeat: int, pods: int) -> None:
+    global PODS, ATTEMPTS
+    from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
+
+    PODS, ATTEMPTS = pods // 2, 2
+    d = base / f"grep-{pods}pods"
+    if not (d / "bundle.yaml").exists():
+        t = time.perf_counter()
+        build(d, pods * 512 // 1024)  # 512 KB per log: both windows are read, the middle is not
+        print(f"built {d} ({pods} trainer pods) in {time.perf_counter() - t:.1f}s", flush=True)
+    kw = grep_keywords(base / "keywords.txt")
+    n = len(kw.read_text().split("\n")) - 1
+    run_diagnose(d)  # warm the page cache and the interpreter's caches for both
+    run_grep(d, kw, HEAD_BYTES, TAIL_BYTES)
+    diag, grep = [], []
+    for _ in range(repeat):
+        diag.append(run_diagnose(d)[0])
+        grep.append(run_grep(d, kw, HEAD_BYTES, TAIL_BYTES))
+    ratios = [a / b for a, b in zip(diag, grep, strict=True)]
+
+    def stats(xs: list[float], unit: str = "s") -> str:
+        return f"min {min(xs):6.2f}{unit}  median {statistics.median(xs):6.2f}{unit}  max {max(xs):6.2f}{unit}"
+
+    print(f"\n{pods} trainer pods, head {HEAD_BYTES // 1024} KiB + tail {TAIL_BYTES // 1024} KiB of each log, "
+          f"{n} keywords, {repeat} interleaved pairs")
+    print(f"  diagnose       {stats(diag)}")
+    print(f"  head|tail|grep {stats(grep)}")
+    print(f"  ratio          {stats(ratios, 'x')}   (goal <= 2x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[200, 2048], help="total log MB per run")
     ap.add_argument("--keep", type=Path, help="write bundles here and keep them")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--grep", action="store_true", help="compare diagnose with grep over the same windows")
+    ap.add_argument("--pods", type=int, default=1024, help="trainer pods for --grep")
     args = ap.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="ckpt-bench-"))
+    if args.grep:
+        try:
+            compare_grep(base, max(args.repeat, 5), args.pods)
+        finally:
+            if not args.keep:
+                shutil.rmtree(base, ignore_errors=True)
+        return
     rows = []
     try:
         for mb in args.sizes:

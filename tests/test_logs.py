@@ -101,3 +101,194 @@ def test_extra_signature_directory(tmp_path: Path) -> None:
     p = tmp_path / "l.log"
     p.write_bytes(b"RESUME@42\n")
     assert scan_log(LogRef("p", "node", False, path=p), sigs).first("resumed").step == 42
+
+
+# -- the corpus of real lines (tests/corpus/logs/<signature file stem>.yaml) -----------------------
+import re as _re  # noqa: E402
+
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+
+from ckpt_doctor.data import rules_dir  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "logs"
+SIG_BY_ID = {s.id: s for s in SIGS}
+FIELDS = ("kind", "signature", "step", "path", "epoch", "bar", "total", "count", "rank", "time")
+
+
+def _corpus() -> list[tuple[str, str, dict, str, dict]]:
+    cases = []
+    for f in sorted(CORPUS.glob("*.yaml")):
+        doc = yaml.safe_load(f.read_text(encoding="utf-8"))
+        for sid, spec in doc["signatures"].items():
+            for i, v in enumerate(spec.get("variants", [])):
+                line, over = (v, {}) if isinstance(v, str) else (v["line"], v.get("expect", {}))
+                cases.append((f"{f.stem}:{sid}:variant{i}", sid, spec, line, over))
+            for i, n in enumerate(spec.get("near", [])):
+                cases.append((f"{f.stem}:{sid}:near{i}", sid, spec, n["line"], {"__near__": n}))
+    return cases
+
+
+CASES = _corpus()
+
+
+def _matches(ev, want: dict) -> bool:
+    return all(getattr(ev, k) == v for k, v in want.items())
+
+
+def _scan_line(tmp_path: Path, line: str):
+    return scan(tmp_path, line.encode("utf-8").replace(b"\\r", b"\r").replace(b"\\x1b", b"\x1b") + b"\n")
+
+
+@pytest.mark.parametrize(("case", "sid", "spec", "line", "over"), CASES, ids=[c[0] for c in CASES])
+def test_corpus_line(tmp_path: Path, case: str, sid: str, spec: dict, line: str, over: dict) -> None:
+    sig = SIG_BY_ID[sid]
+    summary = _scan_line(tmp_path, line)
+    events = summary.events
+    if sig.sets and not sig.event:  # a signature that sets a summary field and yields no event
+        want_total = {**spec.get("expect", {}), **over}.get("total_steps")
+        assert summary.total_steps == (None if "__near__" in over else want_total), line
+        return
+    if sig.ignore and "__near__" not in over:  # a framework's non-event line: it yields nothing
+        assert not events, [(e.kind, e.signature) for e in events]
+        return
+    got = [{k: getattr(e, k) for k in FIELDS} for e in events]
+    near = over.get("__near__")
+    if near is None:
+        want = {"signature": sid, **spec.get("expect", {}), **over}
+        if sig.event and "kind" not in want:
+            want["kind"] = sig.event
+        assert any(_matches(e, want) for e in events), (want, got)
+        return
+    default = {"kind": sig.event, "bar": "train"} if sig.event == "progress" else {"kind": sig.event}
+    must_not = near.get("must_not", default if sig.event else {"signature": sid})
+    assert not any(_matches(e, must_not) for e in events), (near["why"], must_not, got)
+    if "expect" in near:
+        assert any(_matches(e, near["expect"]) for e in events), (near["why"], near["expect"], got)
+
+
+def test_every_signature_has_a_corpus_with_three_variants_and_two_near_misses() -> None:
+    stems = {p.stem for p in (rules_dir() / "signatures").glob("*.yaml")}
+    assert stems == {p.stem for p in CORPUS.glob("*.yaml")}
+    per: dict[str, list[int]] = {}
+    for case, sid, spec, _line, _over in CASES:
+        assert spec.get("source"), f"{sid}: needs a source"
+        per.setdefault(sid, [0, 0])[1 if case.split(":")[2].startswith("near") else 0] += 1
+    for s in SIGS:
+        v, n = per.get(s.id, [0, 0])
+        assert v >= 3 and n >= 2, f"{s.id}: {v} variants, {n} near-misses"
+        stem = Path(s.where).stem
+        assert _re.search(rf"^  {_re.escape(s.id)}:", (CORPUS / f"{stem}.yaml").read_text(), _re.M), s.id
+
+
+# -- reading as an engineer would --------------------------------------------------------------------
+def test_suffixes_and_prefixes_do_not_matter(tmp_path: Path) -> None:
+    data = (
+        b"[pod/sft-node-0-0-xk6fl/node] 2026-11-30T08:01:02.123456789Z [rank0]: "
+        b"[checkpoint] resuming from /mnt/ckpt/run/checkpoint-1200 (epoch 3)\n"
+    )
+    ev = scan(tmp_path, data).first("resumed")
+    assert ev is not None and ev.step == 1200 and ev.path == "/mnt/ckpt/run/checkpoint-1200"
+    assert ev.time == "2026-11-30T08:01:02Z" and ev.rank == 0
+    assert ev.message.startswith("[checkpoint] resuming from")
+
+
+def test_json_records_are_read(tmp_path: Path) -> None:
+    data = (
+        b'{"time": "2026-11-30T09:01:02+01:00", "level": "INFO", "rank": 3, '
+        b'"message": "Saving model checkpoint to /out/checkpoint-40"}\n'
+        b'{"ts": 1796025600.5, "msg": "[checkpoint] no prior checkpoint, starting fresh"}\n'
+    )
+    s = scan(tmp_path, data)
+    saved, fresh = s.first("saved"), s.first("fresh_start")
+    assert saved is not None and saved.step == 40 and saved.time == "2026-11-30T08:01:02Z" and saved.rank == 3
+    assert fresh is not None and fresh.time is not None
+    assert s.first_time == min(saved.time, fresh.time) and s.last_time == max(saved.time, fresh.time)
+
+
+def test_loading_shards_is_not_a_training_step(tmp_path: Path) -> None:
+    data = (
+        b"Loading checkpoint shards:   0%|          | 0/4 [00:00<?, ?it/s]\r"
+        b"Loading checkpoint shards: 100%|##########| 4/4 [00:02<00:00,  1.50it/s]\n"
+        b"  Total optimization steps = 1,000\n"
+        b"  0%|          | 0/1000 [00:00<?, ?it/s]\r 15%|#5        | 151/1000 [00:01<07:40, 1.84it/s]\n"
+    )
+    s = scan(tmp_path, data)
+    train = s.progress()
+    assert [e.step for e in train][:2] == [0, 151] and all(e.bar == "train" for e in train)
+    load = [e for e in s.of("progress") if e.bar == "load"]
+    assert load and all(e.step is None for e in load)
+    assert s.total_steps == 1000
+
+
+def test_a_step_that_cannot_be_read_is_none(tmp_path: Path) -> None:
+    data = b"Restored all states from the checkpoint at /out/checkpoints/last.ckpt\n"
+    ev = scan(tmp_path, data).first("resumed")
+    assert ev is not None and ev.step is None
+
+
+def test_lightning_bar_has_an_epoch_but_no_invented_step(tmp_path: Path) -> None:
+    data = b"Epoch 3:  45%|####5     | 450/1000 [00:30<00:36, 15.0it/s, v_num=0, train_loss=0.309]\n"
+    ev = scan(tmp_path, data).first("progress")
+    assert ev is not None and (ev.bar, ev.epoch, ev.count, ev.step) == ("train", 3, 450, None)
+
+
+def test_bad_user_pattern_names_file_and_signature(tmp_path: Path) -> None:
+    from ckpt_doctor.errors import InputError
+
+    d = tmp_path / "sigs"
+    d.mkdir()
+    (d / "mine.yaml").write_text(
+        "framework: mine\nsignatures:\n  - id: mine-lookahead\n    event: resumed\n"
+        "    keyword: 'RESUME@'\n    pattern: 'RESUME@(?=\\d)'\n"
+    )
+    with pytest.raises(InputError) as e:
+        load_signatures([d])
+    text = str(e.value)
+    assert "mine-lookahead" in text and "mine.yaml" in text and "\n" not in text
+
+
+def _count_matches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from ckpt_doctor.facts import logs
+
+    calls = [0]
+    real = logs._search
+
+    def counting(rx, data):
+        calls[0] += 1
+        return real(rx, data)
+
+    monkeypatch.setattr(logs, "_search", counting)
+    return calls
+
+
+def test_crafted_line_costs_one_match_per_signature(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 120 KB on one line, a keyword every few bytes: once read per keyword, not once per hit
+    line = b"No such file or directory: trainer_state.json checkpoint from " * 2000
+    calls = _count_matches(monkeypatch)
+    s = scan(tmp_path, line + b"\n")
+    assert len(line) > 120_000 and not s.binary
+    assert calls[0] <= 3 * len(SIGS), calls[0]
+
+
+def test_window_of_a_megabyte_line_costs_bounded_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    line = b"[checkpoint] resuming from /x/checkpoint-5 " + b"1it/s] SIGTERM " * (1024 * 1024 // 15)
+    calls = _count_matches(monkeypatch)
+    s = scan(tmp_path, line + b"\n")
+    assert s.first("resumed").step == 5 and not s.whole
+    assert calls[0] <= 3 * len(SIGS), calls[0]
+
+
+def test_the_public_re2_api_gives_the_same_events(monkeypatch) -> None:
+    """The scanner calls re2's compiled matcher directly for speed; without it (another google-re2
+    build) the public API must give the very same events."""
+    from ckpt_doctor.facts import logs
+    from tests.scenario import convention_log, hf_log
+
+    text = hf_log("/mnt/ckpt/x", 100, 260, resume_from=100, prefix="lf") + convention_log("/mnt/ckpt/x", 0, 120)
+    ref = LogRef("p", "node", False, head=text.encode())
+    sigs = logs.load_signatures()
+    fast = [(e.kind, e.step, e.path, e.line) for e in logs.scan_log(ref, sigs).events]
+    monkeypatch.setattr(logs, "_UNANCHORED", None)
+    slow = [(e.kind, e.step, e.path, e.line) for e in logs.scan_log(ref, sigs).events]
+    assert fast == slow and len(fast) > 10

@@ -1,19 +1,68 @@
-"""What a container log says: signature matching over bounded head and tail windows.
+"""What a container log says, read the way an engineer reads it, in time linear in the bytes read.
 
-Real logs are messy (tqdm carriage returns, ANSI colours, CRLF, invalid UTF-8, megabyte
-lines). The scanner searches each window for the signatures' literal keywords first (C-speed
-`str.find`), then applies the signature's regex to just the line around each hit, so the
-cost is proportional to the window size, never to the whole log.
+Only a bounded head window (`HEAD_BYTES`) and tail window (`TAIL_BYTES`) of each log are read, so
+the cost grows with the number of logs, never with their size. Each window is read in three steps:
+
+1. **Keyword pass.** One `re2.Set` pass over the window's bytes tells which of all the signatures'
+   literal keywords occur in it (ASCII case ignored). Measured against a pyahocorasick automaton
+   on the same windows (`bench/bench_logs.py`), the Set is several times faster because it only
+   answers "which", and positions are then found with `bytes.find` for the few keywords present.
+   Each keyword is looked for once per line: after a hit the search resumes at the end of the
+   line, so a crafted line repeating a keyword 30,000 times costs one match.
+2. **Normalising the lines that hold a keyword.** A line is a segment between `\\n` or `\\r`
+   (each tqdm carriage-return update is its own line). Before matching, colour codes are
+   dropped, surrounding blanks and CRLF trimmed, and prefixes peeled off in any combination:
+   `kubectl logs --timestamps` and `--prefix`, torchrun rank tags (`[rank0]:`, `[default0]:`,
+   `0: `), logger formats (HF/LlamaFactory `[INFO|file.py:N] date >> `, `date - LEVEL - name - `,
+   DeepSpeed `[date] [INFO] [file:N:fn] [Rank 0] `, `INFO:root:`, glog `I1130 08:01:02.1 pid
+   file:N] `, loguru), a JSON record's message field, and the remains of a tqdm bar that a logger
+   line was appended to. What is left is the event's `message`; the timestamp and rank found on
+   the way become `time` and `rank`. A line longer than `MAX_LINE` characters is cut to
+   `MAX_LINE` characters around each keyword hit (at most once per keyword and line).
+3. **Matching.** Each candidate signature's pattern, compiled with google-re2 (linear time, no
+   backtracking; a pattern re2 cannot compile is refused when the signature is loaded) runs once
+   on the message. Values come from the named groups `step`, `total`, `path`, `epoch`, `count`
+   and `desc`; a step or epoch missing from the groups is read off the path
+   (`checkpoint-N`, `global_stepN`, `iter_0000N`, `step=N`/`step_N`, `epoch=N`/`epoch_N`). A
+   step that cannot be read is None, never 0, and a "resume" from step 0 is a `fresh_start`.
+
+Progress lines repeat thousands of times, so they are read from each window's edges inward:
+the first few training-progress lines of the head and the last few of the tail (both ends of a
+whole log), plus the first line of every other bar met on the way. Bars are classified
+(`bar`): "train", "load" (`Loading checkpoint shards`), "data" (`Map`, `Filter`, `Generating
+train split`, `Running tokenizer on dataset`...), "download" (`Downloading`, `Fetching N files`),
+"eval" (`Evaluating`, `Validation`, `Sanity Checking`, `Testing`, `Predicting`, and a nested
+tqdm bar without a description such as HF's evaluation bar) or "other". Only a training bar
+carries a step:
+
+* a bar without description (HF Trainer, most loops) or described as training/steps/iterations:
+  the count is the step;
+* torchtune's `E|S|Loss: x` description: step S, epoch E-1;
+* PyTorch Lightning's `Epoch N` bar counts batches inside epoch N, and the global step equals
+  N x batches + count only when each batch is one optimizer step and every epoch has the same
+  length, neither of which a log shows. So `epoch` is N, `count` the batch, and `step` is given
+  only when the bar's postfix shows it (`step=` or `global_step=` logged with prog_bar=True);
+  otherwise None. Lightning's own lines give its global step (ModelCheckpoint's
+  `Epoch N, global step M`).
+
+Timestamps (`time`, `LogSummary.first_time`/`last_time`) are RFC 3339 UTC to the second, as
+Kubernetes writes them, so they compare as text with pod and condition times. A logger
+timestamp without a zone is taken as UTC (containers run in UTC unless told otherwise); a
+kubectl timestamp, when present, wins; glog's has no year and is not used.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import re2
 
 from ckpt_doctor.data import rules_dir
 from ckpt_doctor.errors import InputError
@@ -22,13 +71,20 @@ from ckpt_doctor.yamlio import iter_documents
 
 HEAD_BYTES = 128 * 1024
 TAIL_BYTES = 128 * 1024
-MAX_LINE = 2000
+MAX_LINE = 2000  # characters of one line given to a pattern (around the keyword when longer)
+EDGE = 4  # training-progress lines kept at the start of a log (a bar's first draw can be its 0/N reset)
+TAIL_EDGE = 2  # and at its end
+MAX_PROBES = 256  # progress lines examined at most from each edge
+MAX_PER_SIGNATURE = 256  # events of one signature kept per window (a crafted log repeats lines)
+BLOCK = 16 * 1024  # the keyword pass reports presence per block of this size
 EVENT_KINDS = frozenset(
     {
         "resumed",
         "fresh_start",
         "saved",
         "save_started",
+        "save_failed",
+        "save_skipped",
         "sigterm",
         "sigterm_flush",
         "disk_full",
@@ -36,21 +92,40 @@ EVENT_KINDS = frozenset(
         "partial_checkpoint",
         "progress",
         "oom",
+        "error",
         "finished",
         "overwrite_output",
         "worker_restart",
     }
 )
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+BAR_KINDS = ("train", "load", "eval", "data", "download", "other")
+SETS = frozenset({"total_steps"})  # summary fields a signature may set instead of (or with) an event
+GROUPS = frozenset({"step", "total", "path", "epoch", "count", "desc", "info"})
+# CSI sequences and OSC strings (bounded, so a stray ESC ] can never make the scan quadratic)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\)|\x1b[()][0-9A-B]|\x1b[=>78]")
+_ANSI_B = re.compile(ANSI.pattern.encode())
 
 
 @dataclass(frozen=True)
 class Signature:
+    """One kind of log line, as data (`rules/signatures/*.yaml`)."""
+
     id: str
     framework: str
-    event: str
-    keyword: str
-    pattern: re.Pattern[str]
+    event: str  # an EVENT_KINDS member, or "" for a signature that only `sets` a field or is `ignore`
+    keyword: str  # the first keyword (kept for callers); `keywords` holds all of them
+    pattern: Any  # a google-re2 compiled pattern
+    keywords: tuple[str, ...] = ()
+    unless: Any = None  # a re2 pattern that, when it matches the message too, vetoes the match
+    bar: str | None = None  # progress: what the line counts, when the signature knows it
+    sets: str | None = None  # "total_steps"
+    fallback: bool = False  # hand-rolled phrasings: tried after every framework's own signatures
+    where: str = ""  # the file it came from
+    ignore: bool = False  # a framework's line that is no event: matching it only keeps fallbacks off it
+
+    def match(self, message: bytes) -> dict[str, bytes] | None:
+        """The named groups of the pattern's first match in `message` (UTF-8), or None."""
+        return _search(self.pattern, message)
 
 
 @dataclass
@@ -58,13 +133,19 @@ class LogEvent:
     kind: str
     signature: str
     framework: str
-    text: str
+    text: str  # the line as displayed (colour codes removed), cut to MAX_LINE
     step: int | None = None
     total: int | None = None
     path: str | None = None
     line: int | None = None  # 1-based line in the log, when known
     window: str = "head"  # head | tail
     offset: int = 0  # position inside the window (for ordering)
+    time: str | None = None  # RFC 3339 UTC, to the second
+    rank: int | None = None
+    epoch: int | None = None
+    bar: str | None = None  # progress only: one of BAR_KINDS
+    message: str = ""  # the normalised message the pattern matched
+    count: int | None = None  # progress: the bar's own count (batches in the epoch for Lightning)
 
     def evidence(self, ref: LogRef, attempt: int | None = None) -> dict[str, Any]:
         ev: dict[str, Any] = {
@@ -90,6 +171,9 @@ class LogSummary:
     binary: bool = False
     whole: bool = True  # False when the middle of the log was not read
     empty: bool = False
+    first_time: str | None = None  # first and last timestamp seen in the windows read
+    last_time: str | None = None
+    total_steps: int | None = None  # e.g. HF's `Total optimization steps = N`, when seen
 
     def of(self, *kinds: str) -> list[LogEvent]:
         if len(kinds) == 1:  # the common case, indexed once per summary
@@ -108,11 +192,16 @@ class LogSummary:
     def last(self, *kinds: str) -> LogEvent | None:
         return next((e for e in reversed(self.events) if e.kind in kinds), None)
 
+    def progress(self, bar: str = "train", with_step: bool = True) -> list[LogEvent]:
+        """Progress events of one bar kind (by default: training progress that has a step)."""
+        return [e for e in self.of("progress") if e.bar == bar and (e.step is not None or not with_step)]
+
     @property
     def frameworks(self) -> set[str]:
         return {e.framework for e in self.events if e.framework != "generic"}
 
 
+# -- loading ------------------------------------------------------------------------------------
 def load_signatures(dirs: Iterable[Path] = ()) -> list[Signature]:
     """Signatures from the packaged `rules/signatures/` plus any extra directories."""
     return list(_packaged_signatures()) + [s for d in dirs for s in _read_dir(Path(d))]
@@ -133,95 +222,717 @@ def _read_dir(d: Path) -> list[Signature]:
     return out
 
 
+def _compile(pattern: str, sid: str, what: str, where: str) -> Any:
+    try:
+        rx = re2.compile(pattern)
+    except re2.error as e:
+        why = str(e) or "not a pattern google-re2 accepts"
+        raise InputError(
+            f"signature {sid}: bad {what}: {why} (patterns are RE2: no look-around or back-references)", where
+        ) from None
+    bad = set(rx.groupindex) - GROUPS
+    if bad:
+        raise InputError(f"signature {sid}: unknown group(s) {', '.join(sorted(bad))} in {what}", where)
+    return rx
+
+
 def _parse_file(doc: Any, where: str) -> list[Signature]:
     if not isinstance(doc, dict) or not isinstance(doc.get("signatures"), list):
         raise InputError("a signature file needs `framework:` and a `signatures:` list", where)
     fw = str(doc.get("framework") or Path(where).stem)
+    fallback = bool(doc.get("fallback", False))
     sigs = []
     for i, s in enumerate(doc["signatures"]):
-        if not isinstance(s, dict) or not all(k in s for k in ("id", "event", "keyword", "pattern")):
+        if not isinstance(s, dict) or not all(k in s for k in ("id", "pattern")):
             raise InputError(f"signature #{i + 1} needs id, event, keyword and pattern", where)
-        if s["event"] not in EVENT_KINDS:
-            raise InputError(f"signature {s['id']}: unknown event {s['event']!r}", where)
-        try:
-            pat = re.compile(str(s["pattern"]))
-        except re.error as e:
-            raise InputError(f"signature {s['id']}: bad pattern: {e}", where) from None
-        sigs.append(Signature(str(s["id"]), fw, str(s["event"]), str(s["keyword"]), pat))
+        sid = str(s["id"])
+        event = str(s.get("event") or "")
+        sets = s.get("sets")
+        ignore = bool(s.get("ignore", False))
+        if not event and not sets and not ignore:
+            raise InputError(f"signature {sid}: needs an event (or `sets:`, or `ignore: true`)", where)
+        if event and event not in EVENT_KINDS:
+            raise InputError(f"signature {sid}: unknown event {event!r}", where)
+        if sets is not None and sets not in SETS:
+            raise InputError(f"signature {sid}: unknown `sets:` {sets!r} (known: {', '.join(sorted(SETS))})", where)
+        raw_kw = s.get("keywords", s.get("keyword"))
+        kws = tuple(str(k) for k in raw_kw) if isinstance(raw_kw, list) else ((str(raw_kw),) if raw_kw else ())
+        if not kws or not all(kws):
+            raise InputError(f"signature {sid}: needs a non-empty `keyword:` (or `keywords:` list)", where)
+        bar = s.get("bar")
+        if bar is not None and (event != "progress" or bar not in BAR_KINDS):
+            kinds = ", ".join(BAR_KINDS)
+            raise InputError(f"signature {sid}: `bar:` is for progress signatures, one of {kinds}", where)
+        pat = _compile(str(s["pattern"]), sid, "pattern", where)
+        unless = _compile(str(s["unless"]), sid, "unless", where) if s.get("unless") else None
+        sigs.append(
+            Signature(
+                sid, fw, event, kws[0], pat, kws, unless, bar, str(sets) if sets else None, fallback, where, ignore
+            )
+        )
     return sigs
 
 
-def _decode(data: bytes) -> str:
-    return ANSI.sub("", data.decode("utf-8", errors="replace"))
+# -- re2 without the wrapper's per-call overhead --------------------------------------------------
+_UNANCHORED = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
 
 
-def _line_at(text: str, pos: int) -> tuple[int, str]:
-    """(start, line text) of the physical line around `pos`; CR and LF both end a line."""
-    start = max(text.rfind("\n", 0, pos), text.rfind("\r", 0, pos)) + 1
-    ends = [e for e in (text.find("\n", pos), text.find("\r", pos)) if e != -1]
-    end = min(ends) if ends else len(text)
-    if end - start > MAX_LINE:
-        lo = max(start, pos - MAX_LINE // 2)
-        return lo, text[lo : min(end, lo + MAX_LINE)]
-    return start, text[start:end]
-
-
-def _scan_window(text: str, sigs: list[Signature], window: str, count_lines: bool) -> list[LogEvent]:
-    found: dict[int, LogEvent] = {}  # keyed by line start: one event per line and signature kind
-    for sig in sigs:
-        progress = sig.event == "progress"
-        positions: Iterable[int]
-        if progress:
-            positions = _edge_positions(text, sig.keyword, last=(window == "tail"))
-        else:
-            positions = _all_positions(text, sig.keyword)
-        for pos in positions:
-            start, line = _line_at(text, pos)
-            m = sig.pattern.search(line)
-            if m is None:
-                continue
-            key = start * 64 + hash(sig.event) % 64
-            if key in found:
-                continue
-            gd = m.groupdict()
-            ev = LogEvent(
-                kind=sig.event,
-                signature=sig.id,
-                framework=sig.framework,
-                text=line.strip(),
-                step=int(gd["step"]) if gd.get("step") else None,
-                total=int(gd["total"]) if gd.get("total") else None,
-                path=gd.get("path") or None,
-                window=window,
-                offset=start,
-            )
-            if count_lines:
-                ev.line = text.count("\n", 0, start) + 1
-            found[key] = ev
-    return sorted(found.values(), key=lambda e: e.offset)
-
-
-def _all_positions(text: str, kw: str) -> Iterable[int]:
-    i = text.find(kw)
-    while i != -1:
-        yield i
-        i = text.find(kw, i + len(kw))
-
-
-def _edge_positions(text: str, kw: str, last: bool, n: int = 8) -> list[int]:
-    """The first (or last) few occurrences: progress bars repeat thousands of times."""
-    out: list[int] = []
-    if last:
-        i = text.rfind(kw)
-        while i != -1 and len(out) < n:
-            out.append(i)
-            i = text.rfind(kw, 0, i)
-        return out
-    i = text.find(kw)
-    while i != -1 and len(out) < n:
-        out.append(i)
-        i = text.find(kw, i + len(kw))
+def _search(rx: Any, data: bytes) -> dict[str, bytes] | None:
+    raw = getattr(rx, "_regexp", None)
+    if raw is None or _UNANCHORED is None:  # another google-re2 build: the public API
+        m = rx.search(data)
+        return None if m is None else {k: v for k, v in m.groupdict().items() if v is not None}
+    spans = raw.Match(_UNANCHORED, data, 0, len(data))
+    if spans[0][0] < 0:
+        return None
+    out = {}
+    for name, i in _group_index(rx):
+        a, b = spans[i]
+        if a >= 0:
+            out[name] = data[a:b]
     return out
+
+
+_GROUPS: dict[int, tuple[tuple[str, int], ...]] = {}
+
+
+def _group_index(rx: Any) -> tuple[tuple[str, int], ...]:
+    g = _GROUPS.get(id(rx))
+    if g is None:
+        g = _GROUPS[id(rx)] = tuple(rx.groupindex.items())
+    return g
+
+
+# -- the keyword index, built once per signature list ----------------------------------------------
+@dataclass
+class _Index:
+    sigs: list[Signature]
+    kset: Any  # re2.Set of every keyword
+    words: list[bytes]  # lower-cased keywords, by Set index
+    event_sigs: list[tuple[int, ...]]  # per keyword: non-progress signatures (priority order)
+    progress_sigs: list[tuple[int, ...]]
+    priority: list[int]
+    longest: int = 1  # the longest keyword, in bytes (blocks overlap by this much minus one)
+
+
+_INDEXES: list[tuple[list[Signature], int, _Index]] = []
+
+
+def _index(sigs: list[Signature]) -> _Index:
+    for held, n, idx in _INDEXES:
+        if held is sigs and n == len(sigs):
+            return idx
+    idx = _build_index(sigs)
+    _INDEXES.insert(0, (sigs, len(sigs), idx))
+    del _INDEXES[8:]
+    return idx
+
+
+def _build_index(sigs: list[Signature]) -> _Index:
+    words: list[bytes] = []
+    where: dict[bytes, int] = {}
+    ev: list[list[int]] = []
+    pr: list[list[int]] = []
+    # framework signatures first, then generic ones, hand-rolled (fallback) phrasings last
+    order = sorted(range(len(sigs)), key=lambda i: (sigs[i].fallback, sigs[i].framework == "generic", i))
+    priority = [0] * len(sigs)
+    for rank, i in enumerate(order):
+        priority[i] = rank
+    for i in order:
+        s = sigs[i]
+        for kw in s.keywords or (s.keyword,):
+            w = kw.encode("utf-8").lower()
+            if w not in where:
+                where[w] = len(words)
+                words.append(w)
+                ev.append([])
+                pr.append([])
+            (pr if s.event == "progress" else ev)[where[w]].append(i)
+    opts = re2.Options()
+    opts.case_sensitive = False
+    kset = re2.Set.SearchSet(opts)
+    for w in words:
+        kset.Add(re2.escape(w))
+    if words:
+        kset.Compile()
+    longest = max((len(w) for w in words), default=1)
+    return _Index(sigs, kset, words, [tuple(x) for x in ev], [tuple(x) for x in pr], priority, longest)
+
+
+# -- normalising one line ---------------------------------------------------------------------------
+_LEVEL = rb"(?:TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL|SUCCESS)"
+_DATE = rb"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.]\d{1,9})?"
+# Anchored, bounded patterns: each can only fail or succeed within a few hundred bytes.
+_P_KUBE_TS = re.compile(rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d{1,9})?(Z|[+-]\d\d:?\d\d) ")
+_P_KUBE_PREFIX = re.compile(rb"\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,253}\] ")
+_P_RANK_TAG = re.compile(rb"\[(?:rank|default|[A-Za-z_][A-Za-z0-9_-]{0,31}?)(\d{1,5})\]: ?")
+_P_HF = re.compile(rb"\[" + _LEVEL + rb"\|[^\]\s|]{1,128}:\d{1,6}\] (?:" + _DATE + rb" )?>> ")
+_P_LF = re.compile(rb"\[" + _LEVEL + rb"\|" + _DATE + rb"\] [^\s]{1,256}:\d{1,6} >> ")
+_P_BRACKET_TS = re.compile(
+    rb"\[" + _DATE + rb"\] (?:\[" + _LEVEL + rb"\] )?(?:\[[^\]\s]{1,256}:\d{1,6}:[^\]\s]{1,128}\] )?"
+    rb"(?:\[Rank (\d{1,5})\] )?"
+)
+_P_LEVEL_TAG = re.compile(rb"\[" + _LEVEL + rb"\] (?:\[Rank (\d{1,5})\] )?")
+_P_DS_RANK = re.compile(rb"\[Rank (\d{1,5})\] ")
+_P_STD = re.compile(
+    _DATE + rb"(?: - | \| | )(?:" + _LEVEL + rb" {0,8}(?: - | \| | ))?(?:[\w.\[\]<>-]{1,128}(?::\w{1,64}:\d{1,6})?"
+    rb"(?: - | \| ))?(?:" + _LEVEL + rb"(?: - | \| |: ))?"
+)
+_P_US = re.compile(rb"(\d\d)/(\d\d)/(\d{4}) (\d\d:\d\d:\d\d) - " + _LEVEL + rb" - [\w.\[\]<>-]{1,128} - ")
+_P_PYLOG = re.compile(_LEVEL + rb":[\w.\-<>]{1,128}:")
+_P_GLOG = re.compile(rb"[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d{1,9})? +\d{1,10} [^\]\s]{1,256}:\d{1,6}\] ")
+_P_NUM_RANK = re.compile(rb"(\d{1,4}): (?=\S)")
+_P_BAR_REMNANT = re.compile(rb"[^%\r\n]{0,160}%\|[^|\n]{0,160}\|[^\[\n]{0,64}\[[^\]\n]{0,256}\]\s*(?=\S)")
+_JSON_MESSAGE = ("message", "msg", "event", "log", "text")
+_JSON_TIME = ("time", "timestamp", "ts", "@timestamp", "asctime", "date", "datetime")
+_JSON_RANK = ("rank", "global_rank", "RANK")
+
+
+@dataclass
+class _Line:
+    message: bytes  # the normalised message (prefixes, colours and bar remnants removed)
+    bar_message: bytes  # the same before the tqdm remnant was peeled off (what a progress pattern reads)
+    time: str | None = None
+    rank: int | None = None
+    nested: bool = False  # drawn with cursor-up codes: a tqdm bar at position >= 1
+
+
+def _utc(text: str, offset: str = "") -> str | None:
+    """RFC 3339 UTC to the second from '2024-07-03 18:28:26' (+ zone offset), or None."""
+    if len(text) < 19:
+        return None
+    base = text[:10] + "T" + text[11:19]
+    if offset in ("", "Z", "z", "+00:00", "+0000", "-00:00"):
+        return base + "Z"
+    try:
+        dt = datetime.fromisoformat(base + (offset if ":" in offset else offset[:3] + ":" + offset[3:]))
+    except ValueError:
+        return None
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _json_time(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int | float):
+        x = float(v)
+        if x > 1e14:  # nanoseconds or microseconds since the epoch
+            x /= 1e9 if x > 1e17 else 1e6
+        elif x > 1e11:  # milliseconds
+            x /= 1e3
+        try:
+            return datetime.fromtimestamp(x, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(v, str):
+        m = re.match(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,]\d{1,9})?\s*(Z|z|[+-]\d\d:?\d\d)?", v)
+        if m:
+            return _utc(m.group(1), m.group(2) or "")
+    return None
+
+
+def _peel(seg: bytes, line: _Line, allow_bar: bool) -> bytes:
+    """Strip prefixes off `seg`, in any combination; record time and rank in `line`."""
+    for _ in range(12):
+        if not seg:
+            return seg
+        c = seg[0]
+        m = None
+        if c == 0x5B:  # [
+            m = _P_KUBE_PREFIX.match(seg)
+            if m is None:
+                m = _P_RANK_TAG.match(seg)
+                if m is not None:
+                    line.rank = line.rank if line.rank is not None else int(m.group(1))
+            if m is None:
+                m = _P_HF.match(seg) or _P_LF.match(seg)
+                if m is not None and m.group(1) and line.time is None:
+                    line.time = _utc(m.group(1).decode())
+            if m is None:
+                m = _P_BRACKET_TS.match(seg)
+                if m is not None:
+                    if line.time is None:
+                        line.time = _utc(m.group(1).decode())
+                    if m.group(2) and line.rank is None:
+                        line.rank = int(m.group(2))
+            if m is None:
+                m = _P_LEVEL_TAG.match(seg) or _P_DS_RANK.match(seg)
+                if m is not None and m.lastindex and line.rank is None:
+                    line.rank = int(m.group(1))
+        elif 0x30 <= c <= 0x39:  # a digit
+            m = _P_KUBE_TS.match(seg)
+            if m is not None:
+                t = _utc(m.group(1).decode(), m.group(2).decode())
+                line.time = t or line.time  # the container runtime's clock wins over a logger's
+            else:
+                m = _P_STD.match(seg)
+                if m is not None:
+                    if line.time is None:
+                        line.time = _utc(m.group(1).decode())
+                else:
+                    m = _P_US.match(seg)
+                    if m is not None:
+                        mo, d, y, hms = (g.decode() for g in m.group(1, 2, 3, 4))
+                        line.time = line.time or _utc(f"{y}-{mo}-{d} {hms}")
+                    else:
+                        m = _P_NUM_RANK.match(seg)
+                        if m is not None and line.rank is None:
+                            line.rank = int(m.group(1))
+        elif c == 0x7B and seg[-1:] == b"}" and seg[1:].lstrip()[:1] == b'"' and len(seg) <= 65536:  # a JSON record
+            try:
+                rec = json.loads(seg)
+            except ValueError:
+                rec = None
+            if isinstance(rec, dict):
+                msg = next((rec[k] for k in _JSON_MESSAGE if isinstance(rec.get(k), str)), None)
+                if msg is not None:
+                    tv = next((rec[k] for k in _JSON_TIME if k in rec), None)
+                    line.time = line.time or _json_time(tv)
+                    rv = next((rec[k] for k in _JSON_RANK if k in rec), None)
+                    if line.rank is None and isinstance(rv, int | str) and str(rv).isdigit():
+                        line.rank = int(rv)
+                    seg = msg.encode("utf-8", "replace").strip()
+                    if b"\x1b" in seg:
+                        seg = _ANSI_B.sub(b"", seg)
+                    continue
+            return seg
+        elif 0x41 <= c <= 0x5A:  # an upper-case letter: INFO:root:, glog
+            m = _P_PYLOG.match(seg) or _P_GLOG.match(seg)
+        if m is None and allow_bar and b"%|" in seg[:200]:
+            m = _P_BAR_REMNANT.match(seg)
+            if m is not None:
+                line.bar_message = line.bar_message or seg
+        if m is None or m.end() == 0:
+            return seg
+        seg = seg[m.end() :].lstrip()
+    return seg
+
+
+def _normalise(raw: bytes, s: int, e: int, line_start: int, at_start: bool) -> _Line:
+    seg = raw[s:e]
+    nested = b"\x1b[A" in seg
+    if b"\x1b" in seg:
+        seg = _ANSI_B.sub(b"", seg)
+    seg = seg.strip()
+    line = _Line(b"", b"", nested=nested)
+    if line_start < s and at_start:
+        # a carriage-return segment: the physical line's prefix (kubectl timestamp, rank) applies
+        head = raw[line_start : min(s, line_start + 512)]
+        if b"\x1b" in head:
+            head = _ANSI_B.sub(b"", head)
+        probe = _Line(b"", b"")
+        _peel(head.strip(), probe, allow_bar=False)
+        line.time, line.rank = probe.time, probe.rank
+    if at_start:
+        seg = _peel(seg, line, allow_bar=True)
+    line.message = seg
+    line.bar_message = line.bar_message or seg
+    return line
+
+
+# -- reading values --------------------------------------------------------------------------------
+_STEP_IN_PATH = re.compile(
+    r"(?:checkpoint-|global_step_?|iter_|(?<![a-z])step[=_-]?)(\d+)",
+    re.I,
+)
+_EPOCH_IN_PATH = re.compile(r"(?<![a-z])epoch[=_-]?(\d+)", re.I)
+_TRAIN_DESC = re.compile(r"(?i)(?:train(?:ing)?|steps?|global[ _]?steps?|iter(?:ation)?s?|it|optimi[sz]ation steps?)\b")
+_BAR_TABLE = [
+    (re.compile(r"(?i)(?:loading dataset shards|map\b|filter\b|generating \w+ split|running tokenizer|tokeniz|"
+                r"converting format|pre-?process|packing|shuffl|concatenat|grouping texts|grouping|saving the dataset|"
+                r"casting|flattening|resolving data files|creating|applying chat template|formatting)"), "data"),
+    (re.compile(r"(?i)(?:loading checkpoint shards|loading (?:model|weights|checkpoint|state|pipeline)|"
+                r"load(?:ing)?\b)"),
+     "load"),
+    (re.compile(r"(?i)(?:download|fetching|uploading|upload\b)"), "download"),
+    (re.compile(r"(?i)(?:eval|validat|val\b|predict|test|sanity checking|inference|generat)"), "eval"),
+]
+_LIGHTNING_DESC = re.compile(r"Epoch (\d+)(?:/\d+)?$")
+_TORCHTUNE_DESC = re.compile(r"(\d+)\|(\d+)\|")
+_POSTFIX_STEP = re.compile(r"(?:^|[,\s])(?:global_step|trainer/global_step|step)[=:]\s*(\d+)(?:\.0+)?(?=$|[,\s\]])")
+
+
+def _int(v: bytes | None) -> int | None:
+    if not v:
+        return None
+    t = v.replace(b",", b"").replace(b"_", b"").strip()
+    if t.isdigit():
+        return int(t)
+    try:
+        return int(float(t))
+    except ValueError:
+        return None
+
+
+def _clean_path(v: bytes | None) -> str | None:
+    if not v:
+        return None
+    p = v.decode("utf-8", "replace").strip().strip("'\"`").rstrip(".,;:)]}>'\"`")
+    return p or None
+
+
+def _step_from_path(path: str) -> int | None:
+    if path.isdigit():
+        return int(path)
+    found = _STEP_IN_PATH.findall(path)
+    return int(found[-1]) if found else None
+
+
+def _epoch_from_path(path: str) -> int | None:
+    found = _EPOCH_IN_PATH.findall(path)
+    return int(found[-1]) if found else None
+
+
+def _classify_bar(desc: str, nested: bool) -> str:
+    if not desc:
+        return "eval" if nested else "train"
+    if _TORCHTUNE_DESC.match(desc) or _LIGHTNING_DESC.match(desc):
+        return "train"
+    for rx, kind in _BAR_TABLE:
+        if rx.match(desc):
+            return kind
+    if _TRAIN_DESC.match(desc):
+        return "train"
+    return "other"
+
+
+def _progress(sig: Signature, gd: dict[str, bytes], ev: LogEvent, nested: bool) -> None:
+    """Fill bar, step, epoch and count of a progress event (see the module docstring)."""
+    count = _int(gd.get("count"))
+    ev.count = count if count is not None else ev.step
+    if sig.bar is not None:
+        ev.bar = sig.bar
+        if ev.bar != "train":
+            ev.step = None
+        return
+    if "desc" not in gd and "count" not in gd:
+        ev.bar = "train"
+        return
+    desc = gd.get("desc", b"").decode("utf-8", "replace").strip().rstrip(":").strip()
+    bar = _classify_bar(desc, nested)
+    ev.bar = bar
+    step = None
+    if bar == "train":
+        tt = _TORCHTUNE_DESC.match(desc)
+        lt = _LIGHTNING_DESC.match(desc)
+        if tt:
+            ev.epoch, step = int(tt.group(1)) - 1, int(tt.group(2))
+        elif lt:
+            ev.epoch = int(lt.group(1))
+            pm = _POSTFIX_STEP.search(gd.get("info", b"").decode("utf-8", "replace"))
+            step = int(pm.group(1)) if pm else None
+        else:
+            step = ev.count
+            pm = _POSTFIX_STEP.search(gd.get("info", b"").decode("utf-8", "replace"))
+            if pm:
+                step = int(pm.group(1))
+    ev.step = step
+
+
+# -- scanning one window ---------------------------------------------------------------------------
+class _Bounds:
+    """Line boundaries around positions, each query searching only what earlier ones did not.
+
+    `bytes.find(b"\\r")` in a window without CR would otherwise scan to the end at every hit;
+    remembering the last answer keeps a window's boundary searches linear overall, whether the
+    positions are visited forward (keyword hits) or backward (the tail's progress lines).
+    """
+
+    def __init__(self, raw: bytes, has_cr: bool | None = None) -> None:
+        self.raw = raw
+        self.n = len(raw)
+        self.has_cr = b"\r" in raw if has_cr is None else has_cr
+        self._next: dict[int, tuple[int, int]] = {}  # byte -> (query position, answer)
+        self._prev: dict[int, tuple[int, int]] = {}
+
+    def next(self, ch: int, pos: int) -> int:
+        """First position >= pos of byte ch, or len(raw)."""
+        if ch == 13 and not self.has_cr:
+            return self.n
+        memo = self._next.get(ch)
+        if memo is not None and memo[0] <= pos <= memo[1]:
+            return memo[1]
+        if memo is not None and pos < memo[0]:  # backward: only [pos, q) is new
+            r = self.raw.find(bytes((ch,)), pos, memo[0])
+            a = memo[1] if r < 0 else r
+        else:
+            r = self.raw.find(bytes((ch,)), pos)
+            a = self.n if r < 0 else r
+        self._next[ch] = (pos, a)
+        return a
+
+    def prev(self, ch: int, pos: int) -> int:
+        """Last position < pos of byte ch, or -1."""
+        if ch == 13 and not self.has_cr:
+            return -1
+        memo = self._prev.get(ch)
+        if memo is not None and memo[0] <= pos:  # forward: only [q, pos) is new
+            r = self.raw.rfind(bytes((ch,)), memo[0], pos)
+            a = memo[1] if r < 0 else r
+        elif memo is not None and memo[1] < pos:  # backward, still after the answer
+            a = memo[1]
+        else:
+            a = self.raw.rfind(bytes((ch,)), 0, pos)
+        self._prev[ch] = (pos, a)
+        return a
+
+    def segment(self, pos: int) -> tuple[int, int, int]:
+        """(start, end, physical line start) of the CR/LF-delimited segment holding pos."""
+        lf = self.prev(10, pos)
+        start = max(lf, self.prev(13, pos)) + 1
+        end = min(self.next(10, pos), self.next(13, pos))
+        return start, end, lf + 1
+
+
+class _Window:
+    def __init__(self, raw: bytes, idx: _Index, name: str, count_lines: bool) -> None:
+        self.raw = raw
+        self.idx = idx
+        self.name = name
+        self.count_lines = count_lines
+        self.events: list[LogEvent] = []
+        self.total_steps: int | None = None
+        self.per_sig: dict[int, int] = {}
+        self._orders: dict[tuple[int, ...], list[int]] = {}
+        # The keyword pass, block by block: which keywords occur, and in which blocks, so that
+        # finding their positions afterwards searches only the blocks that hold them.
+        self.ranges: dict[int, list[tuple[int, int]]] = {}
+        if idx.words:
+            n, step, over = len(raw), BLOCK, idx.longest - 1
+            for a in range(0, max(n, 1), step):
+                b = min(n, a + step + over)
+                for k in idx.kset.Match(raw[a:b]) or ():
+                    rs = self.ranges.setdefault(k, [])
+                    if rs and rs[-1][1] >= a:
+                        rs[-1] = (rs[-1][0], b)
+                    else:
+                        rs.append((a, b))
+        self.present = sorted(self.ranges)
+        self.low = raw.lower() if self.present else raw
+        self.has_cr = b"\r" in raw
+
+    # non-progress signatures: every line holding a keyword
+    def scan_events(self) -> None:
+        idx, low, raw = self.idx, self.low, self.raw
+        hits: list[tuple[int, int]] = []
+        for k in self.present:
+            if not idx.event_sigs[k]:
+                continue
+            w = idx.words[k]
+            b = _Bounds(raw, self.has_cr)
+            found = cursor = 0
+            for a, z in self.ranges[k]:
+                pos = low.find(w, max(a, cursor), z)
+                while pos >= 0 and found < MAX_PER_SIGNATURE * 4:
+                    hits.append((pos, k))
+                    found += 1
+                    cursor = max(min(b.next(10, pos), b.next(13, pos)), pos + len(w))
+                    pos = low.find(w, cursor, z) if cursor < z else -1
+        if not hits:
+            return
+        hits.sort()
+        bounds = _Bounds(raw, self.has_cr)
+        i = 0
+        while i < len(hits):
+            pos, _k = hits[i]
+            s, e, ls = bounds.segment(pos)
+            j = i
+            while j < len(hits) and hits[j][0] < e:
+                j += 1
+            self._segment(s, e, ls, hits[i:j])
+            i = j
+
+    def _segment(self, s: int, e: int, ls: int, hits: list[tuple[int, int]]) -> None:
+        idx = self.idx
+        views: list[tuple[int, int, list[tuple[int, int]]]]
+        if e - s <= MAX_LINE:
+            views = [(s, e, hits)]
+        else:  # a very long line: MAX_LINE bytes around each keyword's first hit in it
+            views = []
+            for p, k in hits:
+                if views and p + len(idx.words[k]) <= views[-1][1]:
+                    views[-1][2].append((p, k))
+                    continue
+                lo = max(s, p - MAX_LINE // 2)
+                views.append((lo, min(e, lo + MAX_LINE), [(p, k)]))
+        for vs, ve, vhits in views:
+            cands = sorted({i for _p, k in vhits for i in idx.event_sigs[k]}, key=idx.priority.__getitem__)
+            line: _Line | None = None
+            done: set[str] = set()
+            claimed = False
+            for si in cands:
+                sig = idx.sigs[si]
+                if sig.event in done or self.per_sig.get(si, 0) >= MAX_PER_SIGNATURE:
+                    continue
+                if sig.fallback and claimed:  # hand-rolled phrasings never reinterpret a framework's line
+                    break
+                if line is None:
+                    line = _normalise(self.raw, vs, ve, ls, vs == s)
+                gd = sig.match(line.message)
+                if gd is None and vs != s:  # cut out of a long line: the message may begin at the keyword
+                    p0 = next(p for p, k in vhits if si in idx.event_sigs[k])
+                    gd = sig.match(_normalise(self.raw, p0, ve, ls, False).message)
+                if gd is None or (sig.unless is not None and _search(sig.unless, line.message) is not None):
+                    continue
+                if sig.sets == "total_steps":
+                    self.total_steps = _int(gd.get("total") or gd.get("step")) or self.total_steps
+                if not sig.event:
+                    claimed = claimed or not (sig.fallback or sig.framework == "generic")
+                    continue
+                ev = self._event(sig, gd, line, vs, ve)
+                claimed = claimed or not (sig.fallback or sig.framework == "generic")
+                done.add(sig.event)
+                if ev.kind != sig.event:
+                    done.add(ev.kind)
+                self.per_sig[si] = self.per_sig.get(si, 0) + 1
+                self.events.append(ev)
+
+    def _event(self, sig: Signature, gd: dict[str, bytes], line: _Line, s: int, e: int) -> LogEvent:
+        text = self.raw[s:e]
+        if b"\x1b" in text:
+            text = _ANSI_B.sub(b"", text)
+        path = _clean_path(gd.get("path"))
+        step = _int(gd.get("step"))
+        epoch = _int(gd.get("epoch"))
+        if path is not None:
+            if step is None:
+                step = _step_from_path(path)
+            if epoch is None:
+                epoch = _epoch_from_path(path)
+        kind = sig.event
+        if kind == "resumed" and step == 0:  # loading base weights at step 0 is a fresh start
+            kind = "fresh_start"
+        message = line.message if kind != "progress" else line.bar_message
+        return LogEvent(
+            kind=kind,
+            signature=sig.id,
+            framework=sig.framework,
+            text=text.decode("utf-8", "replace").strip()[:MAX_LINE],
+            step=step,
+            total=_int(gd.get("total")),
+            path=path,
+            window=self.name,
+            offset=s,
+            time=line.time,
+            rank=line.rank,
+            epoch=epoch,
+            message=message.decode("utf-8", "replace")[:MAX_LINE],
+        )
+
+    # progress signatures: from the window's edges inward
+    def scan_progress(self, forward: bool, name: str | None = None, skip: set[int] | None = None) -> None:
+        idx = self.idx
+        words = [k for k in self.present if idx.progress_sigs[k]]
+        if not words:
+            return
+        raw, low = self.raw, self.low
+        b = _Bounds(raw, self.has_cr)
+        cursor = 0 if forward else len(raw)
+        cache: dict[int, int] = {}  # keyword -> its next hit in the scan direction (-1: none left)
+        trained = with_step = probes = 0
+        edge = EDGE if forward else TAIL_EDGE
+        seen_desc: set[tuple[str, str]] = set()
+        while probes < MAX_PROBES:
+            best = -1
+            for k in words:
+                p = cache.get(k, -2)
+                if p == -1:
+                    continue
+                if p == -2 or (p < cursor if forward else p + len(idx.words[k]) > cursor):
+                    p = low.find(idx.words[k], cursor) if forward else low.rfind(idx.words[k], 0, cursor)
+                    cache[k] = p
+                    if p < 0:
+                        continue
+                if best < 0 or (p < best if forward else p > best):
+                    best = p
+            if best < 0:
+                return
+            probes += 1
+            s, e, ls = b.segment(best)
+            ks = [k for k in words if cache.get(k, -1) >= s and cache[k] < e]
+            ev = None if skip is not None and s in skip else self._progress_line(s, e, ls, ks)
+            if ev is not None:
+                if name is not None:
+                    ev.window = name
+                if ev.bar == "train":
+                    self.events.append(ev)
+                    trained += 1
+                    with_step += ev.step is not None
+                elif (ev.bar or "", ev.message[:24]) not in seen_desc:
+                    seen_desc.add((ev.bar or "", ev.message[:24]))
+                    self.events.append(ev)
+            if with_step >= edge or trained >= 2 * edge:
+                return
+            other = ev is not None and ev.bar != "train"
+            if forward:  # past this segment; past the whole physical line for another bar
+                cursor = (b.next(10, e) if other else e) + 1 if e < len(raw) else len(raw) + 1
+                if cursor > len(raw):
+                    return
+            else:
+                cursor = ls if other else s
+                if cursor <= 0:
+                    return
+
+    def _progress_line(self, s: int, e: int, ls: int, ks: list[int]) -> LogEvent | None:
+        idx = self.idx
+        if e - s > MAX_LINE:
+            e = s + MAX_LINE
+        line = _normalise(self.raw, s, e, ls, True)
+        key = tuple(ks)
+        order = self._orders.get(key)
+        if order is None:
+            order = sorted({i for k in ks for i in idx.progress_sigs[k]}, key=idx.priority.__getitem__)
+            self._orders[key] = order
+        for si in order:
+            sig = idx.sigs[si]
+            gd = sig.match(line.bar_message)
+            if gd is None or (sig.unless is not None and _search(sig.unless, line.bar_message) is not None):
+                continue
+            if sig.sets == "total_steps":
+                self.total_steps = _int(gd.get("total")) or self.total_steps
+            ev = self._event(sig, gd, line, s, e)
+            _progress(sig, gd, ev, line.nested)
+            return ev
+        return None
+
+    def finish(self) -> list[LogEvent]:
+        self.events.sort(key=lambda ev: ev.offset)
+        if self.count_lines:
+            n, at = 1, 0
+            for ev in self.events:
+                n += self.raw.count(b"\n", at, ev.offset)
+                at = ev.offset
+                ev.line = n
+        return self.events
+
+
+def _edge_time(raw: bytes, forward: bool, lines: int = 8) -> str | None:
+    """The timestamp of the first (or last) of a few lines at a window's edge, if any has one."""
+    chunk = raw[:4096] if forward else raw[-4096:]
+    parts = chunk.split(b"\n", lines) if forward else chunk.rsplit(b"\n", lines)[::-1]
+    for seg in parts[:lines]:
+        seg = seg.split(b"\r", 1)[0][:512]
+        if b"\x1b" in seg:
+            seg = _ANSI_B.sub(b"", seg)
+        seg = seg.strip()
+        if seg:
+            probe = _Line(b"", b"")
+            _peel(seg, probe, allow_bar=False)
+            if probe.time:
+                return probe.time
+    return None
+
+
+def _scan(raw: bytes, idx: _Index, name: str, first: bool, last: bool, count_lines: bool) -> _Window:
+    w = _Window(raw, idx, name, count_lines)
+    w.scan_events()
+    if first:
+        w.scan_progress(forward=True)
+    if last:
+        seen = {ev.offset for ev in w.events if ev.kind == "progress"}
+        w.scan_progress(forward=False, name="tail" if first else None, skip=seen)
+    w.finish()
+    return w
 
 
 def scan_log(ref: LogRef, sigs: list[Signature], head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> LogSummary:
@@ -233,26 +944,43 @@ def scan_log(ref: LogRef, sigs: list[Signature], head: int = HEAD_BYTES, tail: i
     if first[:4096].count(b"\x00") > 16:
         summary.binary = True
         return summary
+    idx = _index(sigs)
     whole = ref.is_whole(head)
     summary.whole = whole
+    hw = _scan(first, idx, "head", first=True, last=whole, count_lines=True)
+    summary.events = hw.events
+    summary.total_steps = hw.total_steps
+    times = [t for t in (_edge_time(first, True),) if t]
     if whole:
-        summary.events = _scan_window(_decode(first), sigs, "head", count_lines=True)
-        # progress: want first *and* last in a whole log
-        tail_progress = _scan_window(_decode(first), [s for s in sigs if s.event == "progress"], "tail", True)
-        _merge_tail(summary, tail_progress)
-        return summary
-    summary.events = _scan_window(_decode(first), sigs, "head", count_lines=True)
-    last = ref.read_tail(tail)
-    # drop the (probably partial) first line of the tail window
-    cut = last.find(b"\n")
-    last = last[cut + 1 :] if cut != -1 else last
-    _merge_tail(summary, _scan_window(_decode(last), sigs, "tail", count_lines=False))
-    size = ref.size
-    summary.whole = size is not None and size <= head + tail
+        t = _edge_time(first, False)
+        if t:
+            times.append(t)
+    else:
+        last = ref.read_tail(tail)
+        size = ref.size
+        # drop the (probably partial) first line of the tail window
+        cut = last.find(b"\n")
+        last_start = (size - len(last) if size is not None else None), cut + 1
+        last = last[cut + 1 :] if cut != -1 else last
+        tw = _scan(last, idx, "tail", first=False, last=True, count_lines=False)
+        base = None if last_start[0] is None else last_start[0] + last_start[1]
+        _merge_tail(summary, tw.events, base, len(first))
+        summary.total_steps = tw.total_steps or summary.total_steps
+        t = _edge_time(last, False)
+        if t:
+            times.append(t)
+        summary.whole = size is not None and size <= head + tail
+    times.extend(e.time for e in summary.events if e.time)
+    if times:
+        summary.first_time, summary.last_time = min(times), max(times)
     return summary
 
 
-def _merge_tail(summary: LogSummary, tail_events: list[LogEvent]) -> None:
+def _merge_tail(summary: LogSummary, tail_events: list[LogEvent], base: int | None, head_len: int) -> None:
+    """Append the tail's events, without those of lines the head window already covered."""
+    if base is not None:
+        summary.events.extend(e for e in tail_events if base + e.offset >= head_len)
+        return
     seen = {(e.kind, e.text) for e in summary.events}
     for e in tail_events:
         if (e.kind, e.text) not in seen or e.kind == "progress":
