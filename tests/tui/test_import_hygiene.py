@@ -175,17 +175,17 @@ def test_the_bundle_reader_starts_before_textual_and_holds_its_frames_until_aske
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "code"),
     [
-        ["tui", "--bundle", "no/such/dir"],
-        ["tui", "a/b", "--bundle", "examples"],
-        ["tui", "--bundle", "examples", "--refresh", "0"],
+        (["tui", "--bundle", "no/such/dir"], 3),  # input: no such bundle
+        (["tui", "a/b", "--bundle", "examples"], 2),  # usage: a target and a bundle
+        (["tui", "--bundle", "examples", "--refresh", "0"], 2),  # usage: a bad --refresh
     ],
 )
-def test_bad_flags_fail_before_the_app_starts(argv: list[str]) -> None:
+def test_bad_flags_fail_before_the_app_starts(argv: list[str], code: int) -> None:
     from ckpt_doctor.cli import main
 
-    assert main(argv) == 3
+    assert main(argv) == code
 
 
 def test_a_broken_signature_directory_fails_before_the_app_starts(tmp_path: Path) -> None:

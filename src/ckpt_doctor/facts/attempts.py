@@ -26,13 +26,12 @@ from ckpt_doctor.snapshot import LogRef, Obj
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # save lines a framework prints *before* it writes the checkpoint (HF Trainer logs "Saving model
 # checkpoint to …" first): they count only when the run is seen going on past them
-PRINTED_BEFORE_WRITE = frozenset({"hf-saving-checkpoint"})
-NOT_TRAINING_BARS = ("load", "eval", "data", "download", "other")
+PRINTED_BEFORE_WRITE = frozenset({"hf-saving-checkpoint", "hr-saving-checkpoint"})
 
 
 def is_training(e: LogEvent) -> bool:
-    """A progress event of the training bar (the log reader classifies bars; unclassified ones count)."""
-    return getattr(e, "bar", None) not in NOT_TRAINING_BARS
+    """A progress event of the training bar (the log reader classifies every bar)."""
+    return e.bar in (None, "train")
 
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -58,6 +57,12 @@ class Run:
     generation: int = 0
     attempt: int = 0  # index of the attempt this run belongs to
     inferred: bool = False  # the pod is gone: this run is known from a log left in the bundle
+    not_started: bool = False  # the container has not run yet (waiting, never started): it has no log
+
+    @property
+    def unread(self) -> bool:
+        """A run that wrote a log which cannot be read (a run that has not started wrote none)."""
+        return self.log is None and not self.not_started
 
     @property
     def node(self) -> str:
@@ -96,18 +101,37 @@ class Run:
                 return ("resumed", None, explicit)
         if self.log.first("overwrite_output") is not None:
             return ("fresh", 0, self.log.first("overwrite_output"))
-        prog = self.first_training_progress()
-        if prog is not None and prog.step is not None and prog.window == "head":
-            if prog.step <= 1:
-                return ("fresh", 0, prog)
-            return ("resumed", prog.step, prog)
+        return self._start_from_progress()
+
+    def _start_from_progress(self) -> tuple[str, int | None, LogEvent | None]:
+        """How the run began, from where its training bar starts (only the head of the log says).
+
+        A bar first drawn past step 1 was restored: resumed from there. A bar at 0 or 1 that then
+        moves on a step at a time is a fresh start. A bar drawn at 0/N and then jumping far is
+        ambiguous: tqdm draws a resumed bar at 0 before it moves it to the restored step, and a fast
+        fresh run skips counts between redraws, so that case stays unknown.
+        """
+        head = [e for e in self.training_progress() if e.window == "head"]
+        if not head:
+            return ("unknown", None, None)
+        first = head[0]
+        assert first.step is not None
+        if first.step > 1:
+            return ("resumed", first.step, first)
+        later = [e for e in head[1:] if e.step is not None and e.step > first.step]
+        if not later or later[0].step - first.step <= 2:  # type: ignore[operator]
+            return ("fresh", 0, first)
         return ("unknown", None, None)
 
-    def first_training_progress(self) -> LogEvent | None:
-        """The first progress line of the *training* bar (not loading shards, mapping, evaluation)."""
+    def training_progress(self) -> list[LogEvent]:
+        """Progress lines of the *training* bar with a step (not loading shards, mapping, evaluation)."""
         if self.log is None:
-            return None
-        return next((e for e in self.log.of("progress") if is_training(e)), None)
+            return []
+        return [e for e in self.log.of("progress") if is_training(e) and e.step is not None]
+
+    def first_training_progress(self) -> LogEvent | None:
+        got = self.training_progress()
+        return got[0] if got else None
 
     def saves(self) -> list[LogEvent]:
         """Saves that completed (contracts.md §6: a save that died half-way is not a saved step)."""
@@ -179,6 +203,11 @@ class Run:
         steps += [e.step for e in self.saves() if e.step is not None]
         return max(steps, default=None)
 
+    def last_step_event(self) -> LogEvent | None:
+        """The line that shows `last_step()`: the last training-progress line or completed save."""
+        seen = [e for e in (*self.training_progress(), *self.saves()) if e.step == self.last_step()]
+        return max(seen, key=lambda e: (e.window == "tail", e.offset), default=None)
+
     def ended_by_signal(self) -> bool:
         return self.exit_code in (SIGTERM_EXIT, SIGKILL_EXIT) or self.reason in ("Evicted", "Preempted")
 
@@ -204,7 +233,7 @@ class History:
 
     def unread(self) -> list[str]:
         """Why some attempt's log cannot be read: its run's log gap, or an attempt whose pods are gone."""
-        return sorted({r.log_gap for r in self.runs if r.log is None and r.log_gap}) + self.unseen
+        return sorted({r.log_gap for r in self.runs if r.unread and r.log_gap}) + self.unseen
 
     @property
     def runs(self) -> list[Run]:
@@ -220,8 +249,11 @@ class History:
 
     def attempt_start(self, a: Attempt) -> tuple[str, int | None, Run | None, LogEvent | None]:
         """How attempt `a` began, from all its runs: 'fresh' when any run started at step 0, else
-        'resumed' (the step its runs agree on, the highest when they do not), else 'unknown'.
+        'resumed' (the step its runs agree on, the highest when they do not), 'pending' when none of
+        its containers has started yet, else 'unknown'.
         In a multi-node attempt often only rank 0 prints how it began."""
+        if a.runs and all(r.not_started for r in a.runs):
+            return "pending", None, a.runs[0], None
         fresh = [(r, r.start()) for r in a.runs if r.start()[0] == "fresh"]
         if fresh:
             r, (_k, _s, ev) = fresh[0]
@@ -278,6 +310,15 @@ def _int(v: Any, default: int = 0) -> int:
         return default
 
 
+def _never_ran(pod: Obj, cs: dict[str, Any]) -> bool:
+    """The container has not started yet: the pod is Pending, or its container is still waiting with no
+    earlier instance (a pod stuck on its volume, an image pull). Such a run has written no log."""
+    state = cs.get("state") if isinstance(cs.get("state"), dict) else {}
+    if state.get("running") or state.get("terminated") or _int(cs.get("restartCount")) > 0:
+        return False
+    return bool(state.get("waiting")) or (not cs and pod.status.get("phase") == "Pending")
+
+
 def trainer_container_name(pod: Obj) -> str:
     names = [c.get("name") for c in pod.spec.get("containers") or [] if isinstance(c, dict)]
     if TRAINER_CONTAINER in names or not names:
@@ -322,6 +363,7 @@ def build_history(scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, L
             finished=str(term.get("finishedAt") or ""),
             exit_code=term.get("exitCode"),
             reason=str(term.get("reason") or pod.status.get("reason") or ""),
+            not_started=_never_ran(pod, cs),
         )
         if restarts > 0:
             last = _terminated(cs.get("lastState"))
@@ -356,6 +398,8 @@ def build_history(scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, L
         if ref is None and not r.previous and r.container == TRAINER_CONTAINER:
             ref = scope.snap.logs.get((r.pod.name, "node", False))
         if ref is None:
+            if r.not_started:
+                continue
             r.log_gap = _log_gap(scope, r.pod, r.container, r.previous)
             continue
         s = summary(ref)

@@ -29,7 +29,7 @@ def autodetect_found_nothing(facts: Facts, rule: Rule) -> Result:
     earlier = [x for x in h.runs if x.attempt < a.index]
     saves = [(x, e) for x in earlier for e in x.saves()]
     if not saves:
-        blind = [x for x in earlier if x.log is None]
+        blind = [x for x in earlier if x.unread]
         if earlier and not blind and not h.unseen:
             return ok(reason="the earlier attempts saved nothing, so there was nothing to find")
         why = "; ".join(x for x in (_gaps(blind), *h.unseen[:2]) if x) or "no earlier attempt's log"
@@ -95,7 +95,8 @@ def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
         if kind == "resumed" and step:
             continue  # the next attempt resumed from a saved step: a checkpoint existed before the interruption
         if r.log is None:
-            unknown.append(r.log_gap or f"log of {r.label} not read")
+            if r.unread:
+                unknown.append(r.log_gap or f"log of {r.label} not read")
             continue
         if r.saves():
             continue
@@ -105,7 +106,7 @@ def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
             continue
         if last <= 1:
             continue
-        tail = r.log.last("progress")
+        tail = r.last_step_event()
         evidence = [absence("a checkpoint save", f"log of {r.label}")]
         if tail is not None:
             evidence.append(tail.evidence(r.log.ref, r.attempt))

@@ -377,7 +377,8 @@ def runtime_ref_unresolved(facts: Facts, rule: Rule) -> Result:
             tj.subject(),
             [field_ev(tj.ref(), "spec.runtimeRef", ref), absence(f"{kind} {name}", k.reason)],
             f"spec.runtimeRef names {kind} {name!r}, which does not exist ({k.reason}): the TrainJob cannot start",
-            fix=f"Create the {kind} {name!r}" + (" in the TrainJob's namespace" if kind == "TrainingRuntime" else "")
+            fix=f"Create the {kind} {name!r}"
+            + (" in the TrainJob's namespace" if kind == "TrainingRuntime" else "")
             + ", or point spec.runtimeRef at one that exists",
         )
     return skip(sc.runtime_missing or f"{kind} {name!r} is not in the input")

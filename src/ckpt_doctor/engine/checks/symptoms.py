@@ -68,7 +68,10 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
     unknown = _unknown_starts(h, later) + [u for u in h.unseen if "gone" in u and h.attempts]
     if unknown:
         return skip("how some later attempts began cannot be told: " + "; ".join(unknown[:3]))
-    a = later[0]
+    started = [a for a in later if h.attempt_start(a)[0] == "resumed"]
+    if not started:
+        return ok(reason=f"the later attempt {later[0].index} has not started its trainer yet: nothing trained again")
+    a = started[0]
     _k, _step, r, ev = h.attempt_start(a)
     assert r is not None and ev is not None
     return ok(reason=f"every later attempt resumed; attempt {a.index}: {ev.text[:120]}", evidence=[_log_ev(r, ev)])
@@ -95,8 +98,8 @@ def resumed_older(facts: Facts, rule: Rule) -> Result:
     unknown: list[str] = []
     for a in later:
         kind, step, r, ev = h.attempt_start(a)
-        if kind == "fresh":
-            continue  # a fresh start is fresh-start-after-restart's to judge
+        if kind in ("fresh", "pending"):
+            continue  # a fresh start is fresh-start-after-restart's to judge; a pending one has not begun
         if kind == "unknown" or step is None:
             unknown.append(f"attempt {a.index}: how it began is not shown ({_gaps(a.runs) or 'no resume line'})")
             continue
@@ -110,7 +113,7 @@ def resumed_older(facts: Facts, rule: Rule) -> Result:
                 f"attempt {a.index} resumed from step {step}, but attempt {sr.attempt} had saved step {best.step}",
             )
         earlier = [x for x in h.runs if x.attempt < a.index]
-        if not earlier or any(x.log is None for x in earlier) or h.unseen:
+        if not earlier or any(x.unread for x in earlier) or h.unseen:
             why = "; ".join([_gaps(earlier), *h.unseen]).strip("; ") or "no earlier attempt is in the snapshot"
             unknown.append(f"attempt {a.index} resumed from step {step}, but the saves before it are unknown ({why})")
     if unknown:
@@ -241,7 +244,7 @@ def all_logs_clear(facts: Facts, read: list[Run], what: str) -> Result:
     """A pass needs every attempt's log: unread logs and attempts whose pods are gone make the rule
     not_evaluated, naming them."""
     h = facts.history
-    unread = [r for r in h.runs if r.log is None]
+    unread = [r for r in h.runs if r.unread]
     if unread or h.unseen:
         told = "; ".join(x for x in (_gaps(unread), *h.unseen[:2]) if x)
         return skip(
@@ -301,7 +304,8 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
     unknown: list[str] = []
     for r in runs:
         if r.log is None:
-            unknown.append(r.log_gap or f"log of {r.label} not read")
+            if r.unread:
+                unknown.append(r.log_gap or f"log of {r.label} not read")
             continue
         flushed = r.log.last("sigterm_flush") is not None
         sig = r.log.last("sigterm")
@@ -322,7 +326,7 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
             )
             continue
         evidence = [absence("a final save after SIGTERM", f"log of {r.label}")]
-        tail = r.log.last("progress", "saved")
+        tail = r.last_step_event()
         if tail is not None:
             evidence.append(_log_ev(r, tail))
         evidence.append(_log_ev(nr, ev))
