@@ -76,7 +76,7 @@ def ckpt_dir_per_pod() -> Scenario:
 
 def autodetect_glob_miss() -> Scenario:
     script = (
-        'import glob, os\nCKPT_DIR = os.environ["CKPT_DIR"]\n'
+        'import glob, os\nfrom transformers import Trainer, TrainingArguments\nCKPT_DIR = os.environ["CKPT_DIR"]\n'
         'found = sorted(glob.glob(os.path.join(CKPT_DIR, "ckpt_*")), key=lambda p: int(p.rsplit("_", 1)[1]))\n'
         "last = found[-1] if found else None\n"
         'print(f"[checkpoint] resuming from {last}" if last else '
@@ -91,7 +91,7 @@ def autodetect_glob_miss() -> Scenario:
 
 def lexical_sort_older() -> Scenario:
     script = (
-        'import glob, os\nCKPT_DIR = os.environ["CKPT_DIR"]\n'
+        'import glob, os\nfrom transformers import Trainer, TrainingArguments\nCKPT_DIR = os.environ["CKPT_DIR"]\n'
         'ckpts = sorted(glob.glob(f"{CKPT_DIR}/checkpoint-*"))\n'
         "last = ckpts[-1] if ckpts else None\n"
         'print(f"[checkpoint] resuming from {last}", flush=True)\n'
@@ -197,7 +197,9 @@ def rwo_multi_node() -> Scenario:
 
 def disk_full() -> Scenario:
     script = (
-        'import os\nCKPT_DIR = os.environ["CKPT_DIR"]\n'
+        'import os\nfrom transformers import Trainer, TrainingArguments\n'
+        "from transformers.trainer_utils import get_last_checkpoint\n"
+        'CKPT_DIR = os.environ["CKPT_DIR"]\n'
         'args = TrainingArguments(output_dir=CKPT_DIR, save_strategy="steps", save_steps=100)\n'
         "last = get_last_checkpoint(CKPT_DIR) if os.path.isdir(CKPT_DIR) else None\n"
         "Trainer(model=model, args=args, train_dataset=ds).train(resume_from_checkpoint=last)\n"
@@ -329,7 +331,7 @@ def no_failure_policy() -> Scenario:
 
 def resume_true_hardcoded() -> Scenario:
     script = (
-        'import os\nCKPT_DIR = os.environ["CKPT_DIR"]\n'
+        'import os\nfrom transformers import Trainer, TrainingArguments\nCKPT_DIR = os.environ["CKPT_DIR"]\n'
         "args = TrainingArguments(output_dir=CKPT_DIR, save_steps=100, save_total_limit=3)\n"
         "trainer = Trainer(model=model, args=args, train_dataset=ds)\n"
         "trainer.train(resume_from_checkpoint=True)\n"

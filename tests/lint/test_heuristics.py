@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_doctor.facts.program import last_shell_command
+from ckpt_doctor.facts.program.shell import parse_shell
 from ckpt_doctor.lint import lint_paths
 from tests.lint.conftest import FIXTURES
 
@@ -117,24 +117,25 @@ def test_trainer_not_last_is_reported_but_not_fixed(tmp_path: Path, cli) -> None
 
 
 @pytest.mark.parametrize(
-    "script,line,col,text,pipeline,background,heredoc",
+    "script,line,col,first,pipeline,background,heredoc",
     [
-        ("set -e\ncd /w && python train.py", 1, 9, "python train.py", False, False, False),
-        ("python - <<'PY'\nimport os\nPY\n", 0, 0, "python - <<'PY'", False, False, True),
-        ("torchrun \\\n  --nproc=8 \\\n  train.py", 0, 0, "torchrun    --nproc=8    train.py", False, False, False),
-        ("python t.py 2>&1 | tee log", 0, 0, "python t.py 2>&1 | tee log", True, False, False),
-        ("python t.py &\nwait", 1, 0, "wait", False, False, False),
-        ("python t.py; echo 'a; b'  # done", 0, 13, "echo 'a; b'", False, False, False),
-        ("cd /a && \\\n  python t.py > log 2>&1", 1, 2, "python t.py > log 2>&1", False, False, False),
+        ("set -e\ncd /w && python train.py", 1, 9, "python", False, False, False),
+        ("python - <<'PY'\nimport os\nPY\n", 0, 0, "python", False, False, True),
+        ("torchrun \\\n  --nproc=8 \\\n  train.py", 0, 0, "torchrun", False, False, False),
+        ("python t.py 2>&1 | tee log", 0, 0, "python", True, False, False),
+        ("python t.py &\nwait", 0, 0, "python", False, True, False),
+        ("python t.py; echo 'a; b'  # done", 0, 0, "python", False, False, False),
+        ("cd /a && \\\n  python t.py > log 2>&1", 1, 2, "python", False, False, False),
     ],
 )
-def test_last_shell_command(script, line, col, text, pipeline, background, heredoc) -> None:
-    c = last_shell_command(script)
+def test_the_trainer_command_where_exec_would_go(script, line, col, first, pipeline, background, heredoc) -> None:
+    """The one shell reader both judges sigterm-not-forwarded and places `exec` for --fix."""
+    c = parse_shell(script).trainer()
     assert c is not None
-    assert (c.line, c.col, c.text, c.pipeline, c.background, c.heredoc) == (
+    assert (c.line, c.col, c.text.split()[0], c.pipeline, c.background, bool(c.heredocs)) == (
         line,
         col,
-        text,
+        first,
         pipeline,
         background,
         heredoc,

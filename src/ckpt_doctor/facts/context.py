@@ -11,7 +11,8 @@ from ckpt_doctor.coverage import Coverage, Known, Malformed
 from ckpt_doctor.facts.attempts import History, build_history
 from ckpt_doctor.facts.logs import Signature, load_signatures
 from ckpt_doctor.facts.overrides import TrainerJob, find_trainer_job, merged_trainer_pod_spec, pod_container
-from ckpt_doctor.facts.program import Text, TrainerSpec, texts
+from ckpt_doctor.facts.program import TrainerSpec
+from ckpt_doctor.facts.program.model import Program, add_log_stacks, build_program
 from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs
 from ckpt_doctor.facts.versions import TrainerVersion, trainer_version
 from ckpt_doctor.scope import Scope, runtime_ref
@@ -163,12 +164,24 @@ class Facts:
         return self.pod_specs[0] if self.pod_specs else self.intended
 
     @cached_property
-    def texts(self) -> list[Text]:
-        return texts(self.spec, self.scope) if self.spec is not None else []
+    def program(self) -> Program | None:
+        """The trainer's program read through the shell, Python and config readers, its stacks from the
+        code and (in diagnose) from what the logs show."""
+        if self.spec is None:
+            return None
+        prog = build_program(self.spec, self.scope)
+        if self.mode == "diagnose":
+            add_log_stacks(prog, self.history)
+        return prog
+
+    def program_of(self, spec: TrainerSpec) -> Program:
+        return self.program if spec is self.spec and self.program is not None else build_program(spec, self.scope)
 
     @cached_property
     def ckpt_dirs(self) -> list[CkptDir]:
-        return checkpoint_dirs(self.spec, self.texts, self.scope) if self.spec is not None else []
+        if self.spec is None or self.program is None:
+            return []
+        return checkpoint_dirs(self.spec, self.program, self.scope)
 
     @property
     def ckpt_dir(self) -> CkptDir | None:

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckpt_doctor.facts.program import VAR_REF, Text, TrainerSpec, shell_script
+from ckpt_doctor.facts.program import TrainerSpec
+from ckpt_doctor.facts.program.model import Program
 from ckpt_doctor.scope import Scope
 from ckpt_doctor.snapshot import Obj
 
@@ -26,22 +27,11 @@ CKPT_ENV = (
     "OUTPUT_DIR",
     "OUTPUT_PATH",
 )
-FLAG_RX = re.compile(
-    r"(?:^|\s)--?(?P<key>output[_-]dir|save|ckpt[_-]output[_-]dir|checkpoint[_-]dir|ckpt[_-]dir|save[_-]dir)"
-    r"(?:=|\s+)(?P<val>\"[^\"]*\"|'[^']*'|\S+)"
-)
-KV_RX = re.compile(
-    r"(?:^|[\s,(])(?P<key>output_dir|ckpt_output_dir|checkpointer\.output_dir|checkpoint_dir)\s*[:=]\s*"
-    r"(?P<val>\"[^\"]*\"|'[^']*'|[^\s,)#]+)",
-    re.M,
-)
 DYNAMIC_RX = re.compile(
     r"\$[{(]?(?:HOSTNAME|POD_NAME|RANDOM|MY_POD_NAME)[})]?|"
     r"\$\((?:hostname|date|uuidgen|cat /proc/sys/kernel/random/uuid)[^)]*\)|`(?:hostname|date)[^`]*`|"
     r"<fieldRef:metadata\.(?:name|uid)>|time\.time\(\)|datetime\.now\(\)|uuid4\(\)"
 )
-PY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-SHELL_VAR = re.compile(r"\$\{(?P<a>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<d>[^}]*))?\}|\$(?P<b>[A-Za-z_][A-Za-z0-9_]*)")
 NODE_LOCAL_PROVISIONERS = (
     "kubernetes.io/no-provisioner",
     "topolvm",
@@ -79,31 +69,31 @@ class CkptDir:
         return self.volume_kind in ("pvc", "network") and self.node_local is None
 
 
-def _unquote(v: str) -> str:
-    v = v.strip()
-    if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
-        return v[1:-1]
-    return v
+ARG_KEYS = (
+    "output_dir",
+    "output-dir",
+    "save",
+    "save_dir",
+    "save-dir",
+    "ckpt_output_dir",
+    "ckpt-output-dir",
+    "checkpoint_dir",
+    "checkpoint-dir",
+    "ckpt_dir",
+    "ckpt-dir",
+)
+CONFIG_KEYS = ("output_dir", "ckpt_output_dir", "checkpointer.output_dir", "checkpoint_dir", "save", "default_root_dir")
+# keyword arguments that name the checkpoint directory, per call the Python reader records
+CALL_KEYS = {
+    "TrainingArguments": ("output_dir",),
+    "ModelCheckpoint": ("dirpath",),
+    "lightning.Trainer": ("default_root_dir",),
+    "sft": ("ckpt_output_dir",),
+}
 
 
-def expand(value: str, env: dict[str, str]) -> str:
-    def sub(m: re.Match[str]) -> str:
-        name = m.group("a") or m.group("b")
-        if name in env:
-            return env[name]
-        if m.group("d") is not None:
-            return m.group("d")
-        return m.group(0)
-
-    for _ in range(3):
-        new = SHELL_VAR.sub(sub, value)
-        if new == value:
-            break
-        value = new
-    return value
-
-
-def candidates(spec: TrainerSpec, texts_: list[Text]) -> list[CkptDir]:
+def candidates(spec: TrainerSpec, prog: Program) -> list[CkptDir]:
+    """Where the trainer says it writes checkpoints: env, its command line, its Python code, its configs."""
     env = spec.env()
     out: list[CkptDir] = []
     for name in CKPT_ENV:
@@ -115,38 +105,64 @@ def candidates(spec: TrainerSpec, texts_: list[Text]) -> list[CkptDir]:
                 "value": env[name],
             }
             out.append(CkptDir(env[name], None, f"env {name}", ev))
-    for t in texts_:
-        rx_list = [FLAG_RX] if t.kind in ("argv", "script") else []
-        rx_list.append(KV_RX)
-        for rx in rx_list:
-            for m in rx.finditer(t.text):
-                val = _unquote(m.group("val"))
-                if val.startswith(("os.environ", "os.getenv")):
-                    continue  # the env candidate already covers it
-                python = t.kind != "argv" or any(x.kind == "script" for x in texts_)  # not Hydra-style args
-                if rx is KV_RX and python and "=" in m.group(0) and PY_NAME.fullmatch(m.group("val")):
-                    continue  # `output_dir=CKPT_DIR` passes a Python variable, not a relative path
-                if rx is KV_RX and t.kind == "argv" and not m.group(0).lstrip().startswith(("output", "ckpt", "check")):
-                    continue
-                key = m.group("key")
-                src = f"{'arg --' if rx is FLAG_RX else ('config ' if t.kind == 'config' else 'script ')}{key}"
-                out.append(CkptDir(val, None, src, t.evidence(m.group(0).strip())))
-    # a `--save` also names Megatron's directory; prefer an explicit output/ckpt name first
+    if prog.args is not None and isinstance(prog.args.doc.data, dict):
+        data = prog.args.doc.data
+        for key in ARG_KEYS:
+            if isinstance(data.get(key), str) and data[key]:
+                out.append(CkptDir(data[key], None, f"arg --{key}", prog.args.source.evidence(f"--{key} {data[key]}")))
+    for part in prog.pythons:
+        for call, keys in CALL_KEYS.items():
+            for c in part.facts.calls.get(call) or []:
+                for key in keys:
+                    v = c.kwargs.get(key)
+                    if v is None:
+                        continue
+                    ev = part.source.evidence(c.site.text)
+                    if v.known and isinstance(v.const, str):
+                        out.append(CkptDir(v.const, None, f"script {key}", ev))
+                    elif v.env:
+                        val = env.get(v.env) or prog.env.get(v.env)
+                        raw = val if val is not None else f"${{{v.env}}}"
+                        out.append(CkptDir(raw, None, f"script {key} (env {v.env})", ev))
+                    else:
+                        out.append(CkptDir(f"<{v.source}>", None, f"script {key}", ev, unresolved=v.source))
+    for part in prog.configs:
+        from ckpt_doctor.facts.program.config import get
+
+        for key in CONFIG_KEYS:
+            present, val = get(part.doc, key)
+            if present and isinstance(val, str) and val:
+                line = part.doc.line_of(key)
+                text = part.source.text.splitlines()[line - 1].strip() if line else f"{key}: {val}"
+                out.append(CkptDir(val, None, f"config {key}", part.source.evidence(text)))
     return out
 
 
-def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope) -> None:
-    env = spec.env()
+def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope, prog: Program) -> None:
+    from ckpt_doctor.facts.program.shell import expand_word, kube_expand
+
+    env = spec.env()  # fieldRef values stay as <fieldRef:…>: a per-pod part is a dynamic part
+    if cd.unresolved is not None:  # an expression of the script the reader could not evaluate
+        cd.notes.append(f"the script computes it ({cd.unresolved}); its value is not known")
+        return
     # kubelet expands $(VAR) in env values and args before the shell sees $VAR / ${VAR}
-    value = expand(VAR_REF.sub(lambda m: env.get(m.group(1), m.group(0)), cd.raw), env)
-    dyn = DYNAMIC_RX.search(value) or DYNAMIC_RX.search(cd.raw)
+    value, _missing = kube_expand(cd.raw, env)
+    known = {k: v for k, v in env.items() if not v.startswith("<")}
+    word = expand_word(value, {**known, **prog.env}, assignment=True)
+    resolved = word.value
+    shown = resolved if resolved is not None else word.partial
+    dyn = DYNAMIC_RX.search(shown) or DYNAMIC_RX.search(cd.raw)
     if dyn:
         cd.dynamic = dyn.group(0)
-    if ("$" in value or "<valueFrom>" in value or "<fieldRef:" in value) and not dyn:
-        cd.unresolved = value  # what cannot be resolved never fails a rule: the directory is unknown
-        cd.notes.append(f"could not expand {value!r}")
-        return
-    wd = str((spec.container or {}).get("workingDir") or "")
+    if resolved is None or "<valueFrom>" in shown or "<fieldRef:" in shown:
+        if not dyn:
+            cd.unresolved = shown  # what cannot be resolved never fails a rule: the directory is unknown
+            why = f" ({', '.join(word.unresolved)})" if word.unresolved else ""
+            cd.notes.append(f"could not expand {shown!r}{why}")
+            return
+        resolved = shown
+    value = resolved
+    wd = prog.cwd or str((spec.container or {}).get("workingDir") or "")
     if not value.startswith("/"):
         if not wd:
             cd.notes.append("relative path and no workingDir: it lands in the image's working directory")
@@ -154,6 +170,12 @@ def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope) -> None:
         else:
             value = posixpath.join(wd, value)
     cd.path = posixpath.normpath(value)
+    _place(cd, spec, scope)
+
+
+def _place(cd: CkptDir, spec: TrainerSpec, scope: Scope) -> None:
+    """The volume behind a resolved directory: the longest mount that covers it, and what it is."""
+    assert cd.path is not None
     mounts = [m for m in (spec.container or {}).get("volumeMounts") or [] if isinstance(m, dict)]
     best = None
     for m in mounts:
@@ -226,19 +248,14 @@ def node_local(pv: Obj | None, sc: Obj | None, cls: str | None, cls_at: str) -> 
     return None
 
 
-def checkpoint_dirs(spec: TrainerSpec, texts_: list[Text], scope: Scope) -> list[CkptDir]:
-    out = candidates(spec, texts_)
+def checkpoint_dirs(spec: TrainerSpec, prog: Program, scope: Scope) -> list[CkptDir]:
     seen = set()
     uniq = []
-    for cd in out:
-        _resolve(cd, spec, scope)
+    for cd in candidates(spec, prog):
+        _resolve(cd, spec, scope, prog)
         key = cd.path or cd.unresolved
         if key in seen:
             continue
         seen.add(key)
         uniq.append(cd)
     return uniq
-
-
-def is_shell_wrapped(spec: TrainerSpec) -> bool:
-    return shell_script(spec.argv()) is not None

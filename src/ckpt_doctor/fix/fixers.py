@@ -8,16 +8,13 @@ None means "nothing to do"; NotMechanical means a human has to decide.
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
-from ckpt_doctor.engine.checks.program import TRAINER_CMD
 from ckpt_doctor.engine.model import Finding
 from ckpt_doctor.facts.overrides import find_trainer_job
-from ckpt_doctor.facts.program import last_shell_command
 from ckpt_doctor.facts.versions import TrainerVersion
 from ckpt_doctor.fix.yamledit import (
     NotMechanical,
@@ -350,20 +347,29 @@ def exec_trainer(text: str, subject: dict[str, Any], finding: Finding, version: 
         raise NotMechanical("could not find the shell script in the manifest")
     seq, i = found[0]
     script = str(seq[i])
-    cmd = last_shell_command(script)
-    if cmd is None or cmd.text.startswith("exec "):
+    from ckpt_doctor.facts.program.shell import parse_shell
+
+    prog = parse_shell(script)
+    cmd = prog.trainer()
+    if cmd is None:
+        raise NotMechanical("no command that starts training was found in the script")
+    if cmd.exec_:
         return None
-    first = cmd.text.split()[0]
+    if cmd.inner is not None or cmd.substitution:
+        raise NotMechanical("the trainer runs inside a nested shell: exec it there by hand")
     if cmd.pipeline:
         raise NotMechanical("the trainer runs in a pipeline (`… | tee`): redirect its output instead, then exec it")
     if cmd.background:
         raise NotMechanical("the trainer runs in the background (`&`): run it in the foreground with exec")
-    if re.match(r"[A-Za-z_][A-Za-z0-9_]*=", first):
-        raise NotMechanical("the last command starts with a variable assignment: export it first, then exec")
-    if not TRAINER_CMD.search(cmd.text) or first in ("fi", "done", "esac", "}", ")"):
-        raise NotMechanical(
-            f"the last command is `{cmd.text[:60]}`, not the trainer: make the trainer last and exec it"
-        )
+    if cmd.assigns:
+        raise NotMechanical("the trainer command starts with a variable assignment: export it first, then exec")
+    if cmd.within:  # after `&&` is fine (`cd x && exec python …`); inside if/for/a function is not
+        raise NotMechanical(f"the trainer runs inside `{cmd.within[-1]}`: exec it there by hand")
+    last = prog.last_command()
+    if last is not cmd:
+        shown = (last.text if last is not None else "the end of the script")[:60]
+        raise NotMechanical(f"the last command is `{shown}`, not the trainer: make the trainer last and exec it")
+    first = cmd.text.split()[0]
     if cmd.col is None:
         raise NotMechanical("the trainer command starts on a continuation line")
     vline = value_line(seq, i)

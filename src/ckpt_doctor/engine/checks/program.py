@@ -1,64 +1,125 @@
-"""Causes that live in the training command, script and framework configuration.
+"""Causes that live in the training program: its shell, its Python code and its framework's config.
 
-These are heuristics over text: each says how sure it is (`confidence`) and quotes the
-line it matched. When no script or config is visible, they say so instead of passing.
+Each check asks the program model (facts/program/model.py), never the raw text: what the shell
+runs and whether SIGTERM reaches it, how the code picks the newest checkpoint, what it saves,
+which framework runs and what its config says. A rule scoped to a stack judges only that stack;
+when another stack is positively identified it passes as not applying, and when the stack or the
+code cannot be seen it is `not_evaluated` with the reason. Text search is left only where the
+Python reader itself fell back to it (a program `ast` cannot parse), at low confidence.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Any
 
 from ckpt_doctor.engine.checks import absence, check
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
-from ckpt_doctor.facts.program import Text, find, last_shell_command, line_of, shell_script
-from ckpt_doctor.facts.storage import expand
+from ckpt_doctor.facts.program.config import get
+from ckpt_doctor.facts.program.model import STACK_NAMES, ConfigPart, Program, PythonPart
 
-NO_TEXT = "the training command, script and config are not visible (no command/args or mounted ConfigMap)"
-TRAINER_CMD = re.compile(
-    r"^(?:\S*/)?(?:python[0-9.]*|torchrun|accelerate|deepspeed|llamafactory-cli|"
-    r"tune|composer|lightning|mpirun|bash\s+\S+\.sh|sh\s+\S+\.sh|\./\S+)\b"
-)
-
-
-def _has_text(facts: Facts) -> bool:
-    return any(t.kind in ("script", "config") or len(t.text) > 0 for t in facts.texts)
-
-
-def _hit_result(
-    facts: Facts, hits: list[tuple[Text, re.Match[str]]], detail: str, confidence: str = "high", fix: str | None = None
-) -> Result:
-    t, m = hits[0]
-    return fail(facts.subject(), [t.evidence(line_of(t.text, m.start()))], detail, confidence, fix)
+HF_STACKS = ("hf-trainer", "llamafactory")
+FRAMEWORK_DISCOVERY = {
+    "hf-trainer": "HF Trainer picks checkpoint-N by its number (get_last_checkpoint)",
+    "llamafactory": "LlamaFactory picks the newest checkpoint-N by its number",
+    "megatron": "Megatron reads the step from latest_checkpointed_iteration.txt",
+    "training-hub": "training_hub picks the full_state entry with the highest number",
+    "lightning": "Lightning's ckpt_path='last' names last.ckpt",
+    "torchtune": "torchtune resumes from the checkpointer's recipe state",
+}
 
 
-def uses(facts: Facts, framework: str) -> bool:
-    pats = {
-        "hf": r"\bTrainingArguments\b|\bTrainer\(|\bSFTTrainer\b|from transformers import|run_clm\.py|"
-        r"--per_device_train_batch_size|\bsave_steps\b",
-        "llamafactory": r"llamafactory-cli|\bllamafactory\b|\bfinetuning_type\s*:|"
-        r"\bstage\s*:\s*(?:sft|pt|dpo|rm|ppo|kto)",
-        "megatron": r"pretrain_gpt\.py|posttrain_gpt\.py|\bmegatron\b|--tensor-model-parallel-size|--save-interval",
-        "training-hub": r"\btraining_hub\b|from training_hub|\bckpt_output_dir\b",
-    }[framework]
-    if find(facts.texts, pats, flags=re.I):
-        return True
-    fw = {
-        "hf": {"hf-trainer", "llamafactory"},
-        "llamafactory": {"llamafactory"},
-        "megatron": {"megatron"},
-        "training-hub": {"training-hub"},
-    }[framework]
-    return any(r.log and (r.log.frameworks & fw) for r in facts.history.runs) if facts.mode == "diagnose" else False
+def _program(facts: Facts) -> Program | None:
+    return facts.program
 
 
+def _unknown(prog: Program | None) -> Result:
+    if prog is None:
+        return skip("neither a trainer pod nor a runtime is in the snapshot")
+    return skip(f"the training program cannot be read: {prog.why_unknown()}")
+
+
+def _not_this_stack(prog: Program, stacks: tuple[str, ...], what: str) -> Result | None:
+    """A pass when another stack is positively identified and the program is seen; not_evaluated when
+    which stack runs is unknown; None when one of `stacks` runs (the rule applies)."""
+    if any(prog.has(s) for s in stacks):
+        return None
+    if prog.stacks and (prog.complete or prog.framework_entry):
+        ev = next(iter(prog.stacks.values()))[:1]
+        return ok(reason=f"does not apply: not {what} ({prog.stack_words()})", evidence=ev)
+    return skip(f"whether this is {what} is unknown: {prog.why_unknown() if not prog.complete else 'no stack shown'}")
+
+
+def _site_ev(part: PythonPart, text: str) -> dict[str, Any]:
+    return part.source.evidence(text)
+
+
+def _config_ev(part: ConfigPart, key: str, value: Any) -> dict[str, Any]:
+    line = part.doc.line_of(key)
+    if line and part.doc.format != "args":
+        lines = part.source.text.splitlines()
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else f"{key}: {value}"
+    else:
+        text = f"--{key} {value}" if part.doc.format == "args" else f"{key}: {value}"
+    return part.source.evidence(text)
+
+
+def _kwarg_line(part: PythonPart, start: int, key: str) -> str:
+    """The source line, from the call's line on, where `key=` is written (the call line when not found)."""
+    lines = part.source.text.splitlines()
+    rx = re.compile(rf"\b{re.escape(key)}\s*=")
+    for ln in lines[max(0, start - 1) : start + 60]:
+        if rx.search(ln):
+            return ln.strip()
+    return lines[start - 1].strip() if 0 < start <= len(lines) else key
+
+
+def _settings(prog: Program, key: str) -> list[tuple[Any, dict[str, Any]]]:
+    """Every place the program sets `key`: TrainingArguments-like calls, its command line, its configs.
+    (value, evidence); a value an expression computes is given as the Value object."""
+    out: list[tuple[Any, dict[str, Any]]] = []
+    for part in prog.pythons:
+        for name in ("TrainingArguments", "sft"):
+            for c in part.facts.calls.get(name) or []:
+                v = c.kwargs.get(key)
+                if v is not None:
+                    out.append((v.const if v.known else v, _site_ev(part, _kwarg_line(part, c.site.line, key))))
+    for cp in [prog.args, *prog.configs]:
+        if cp is None:
+            continue
+        present, val = get(cp.doc, key)
+        if present:
+            out.append((val, _config_ev(cp, key, val)))
+    return out
+
+
+def _args_hidden(prog: Program, part: PythonPart | None = None) -> str | None:
+    """Why settings may hide where the reader cannot see them: TrainingArguments built from the command
+    line or a config file the trainer's argv does not show in full, an unresolved word in its argv."""
+    own = set(prog.entry.args)  # the program's own arguments (a launcher's options do not set these)
+    unresolved = [w for w in (prog.trainer.fields if prog.trainer is not None else []) if w.value is None]
+    unresolved = [w for w in unresolved if w.partial in own]
+    if unresolved:
+        return f"its command line has words that cannot be resolved ({unresolved[0].partial})"
+    if prog.unseen:
+        return prog.unseen[0]
+    for p in prog.pythons if part is None else [part]:
+        for c in p.facts.calls.get("TrainingArguments") or []:
+            if "**" in c.kwargs:
+                return f"TrainingArguments take **{c.kwargs['**'].source} ({p.source.label}:{c.site.line})"
+    return None
+
+
+def _parts_with(prog: Program, call: str) -> list[PythonPart]:
+    return [p for p in prog.pythons if p.facts.calls.get(call)]
+
+
+# -- lexical-checkpoint-sort ---------------------------------------------------------------------------
 @check("lexical-checkpoint-sort")
 def lexical_sort(facts: Facts, rule: Rule) -> Result:
     h = facts.history
-    # running maxima over earlier attempts: the newest save by number (with the log line that shows
-    # it) and the checkpoint name that sorts last as text
+    # from the attempts: a resume that went back to the checkpoint whose name sorts last as text
     before: dict[int, tuple[int, str, dict[str, Any]] | None] = {}
     newest: tuple[int, str, dict[str, Any]] | None = None
     for a in h.attempts:
@@ -72,220 +133,303 @@ def lexical_sort(facts: Facts, rule: Rule) -> Result:
                 newest = (top, lex if newest is None else max(newest[1], lex), se.evidence(sr.log.ref, sr.attempt))
             else:
                 newest = (newest[0], max(newest[1], lex), newest[2])
-    for r in h.later_runs():
-        kind, step, ev = r.start()
-        prior = before.get(r.attempt)
-        if kind != "resumed" or step is None or prior is None:
+    for a in h.later_attempts():
+        kind, step, r, ev = h.attempt_start(a)
+        prior = before.get(a.index)
+        if kind != "resumed" or step is None or prior is None or r is None or ev is None or r.log is None:
             continue
         # only a resume that went *back* is a symptom of text sorting; a newer one was simply unseen
         if step < prior[0] and f"checkpoint-{step}" >= prior[1]:
-            assert r.log is not None and ev is not None
             return fail(
                 facts.subject(),
                 [prior[2], ev.evidence(r.log.ref, r.attempt)],
                 f"resumed checkpoint-{step} although checkpoint-{prior[0]} existed: "
                 f"`checkpoint-{step}` sorts last as text",
             )
-    if not _has_text(facts):
-        return skip(NO_TEXT)
-    bad = find(
-        facts.texts,
-        r"(?:sorted|max)\(\s*(?:glob\.glob|glob|os\.listdir|Path\([^)]*\)\.glob|[\w.]+\.glob)"
-        r"\([^)]*\)\s*\)(?!\s*,\s*key)",
-        kinds=("script", "config"),
-    )
-    bad = [
-        (t, m)
-        for t, m in bad
-        if "key=" not in line_of(t.text, m.start())
-        and re.search(r"checkpoint|ckpt|iter_|output_dir|save_dir", line_of(t.text, m.start()), re.I)  # not data shards
-    ]
-    if bad:
-        return _hit_result(
-            facts,
-            bad,
-            "the newest checkpoint is picked by sorting names as text (`checkpoint-9` sorts after `checkpoint-100`)",
-            "medium",
-        )
-    ls = find(
-        facts.texts,
-        r"ls\b[^|\n]*checkpoint-\*[^|\n]*\|\s*(?:sort(?!\s+-[a-zA-Z]*[Vn]))?[^|\n]*\|?\s*tail",
-        kinds=("script", "argv"),
-    )
-    if ls:
-        return _hit_result(
-            facts, ls, "`ls … checkpoint-* | tail` picks the lexically last checkpoint, not the newest", "medium"
-        )
-    return ok(reason="no text-sorted checkpoint lookup in the visible script")
-
-
-@check("weights-only-checkpoint")
-def weights_only(facts: Facts, rule: Rule) -> Result:
-    if not _has_text(facts):
-        return skip(NO_TEXT)
-    hits = find(facts.texts, r"save_only_model\s*[:=]\s*(?:True|true)|--save_only_model(?:\s+(?:True|true)|\s*$|\s+--)")
-    if hits:
-        return _hit_result(
-            facts,
-            hits,
-            "save_only_model is on: checkpoints hold weights without optimizer, "
-            "scheduler or step, so a resume restarts the schedule",
-        )
-    for t in facts.texts:
-        if t.kind not in ("script", "config"):
-            continue
-        for m in re.finditer(r"torch\.save\(\s*(?:\w+\.)?(?:model|module|net)\w*\.state_dict\(\)", t.text):
-            window = t.text[max(0, m.start() - 600) : m.end() + 600]
-            if not re.search(r"optim|optimizer|scheduler", window):
+    prog = _program(facts)
+    if prog is None:
+        return _unknown(prog)
+    for part in prog.pythons:
+        for d in part.facts.discovery:
+            if d.kind == "lexical" and not d.padded:
                 return fail(
                     facts.subject(),
-                    [t.evidence(line_of(t.text, m.start()))],
-                    "the checkpoint saves model.state_dict() only: no optimizer, scheduler or step",
+                    [_site_ev(part, d.site.text)],
+                    "the newest checkpoint is picked by sorting names as text (`checkpoint-9` sorts after "
+                    f"`checkpoint-100`): {part.source.label}:{d.site.line}",
+                    "high" if part.facts.confidence == "high" else "low",
+                )
+    hit = _shell_lexical_pick(prog)
+    if hit is not None:
+        return fail(
+            facts.subject(),
+            [prog.script_source.evidence(hit)] if prog.script_source else [],
+            "`ls … | tail` picks the lexically last checkpoint, not the newest",
+            "medium",
+        )
+    found = [(p, d) for p in prog.pythons for d in p.facts.discovery if d.kind != "unknown"]
+    if found:
+        p, d = found[0]
+        return ok(reason=f"the program picks the newest checkpoint by {d.kind} ({p.source.label}:{d.site.line})")
+    fw = next((s for s in FRAMEWORK_DISCOVERY if prog.has(s) and (prog.complete or prog.framework_entry)), None)
+    if fw is not None and not any(p.facts.discovery for p in prog.pythons):
+        return ok(reason=FRAMEWORK_DISCOVERY[fw])
+    if prog.complete:
+        return ok(reason="the visible program picks no checkpoint by its name")
+    return _unknown(prog)
+
+
+_LS_TAIL = re.compile(r"\bls\b[^|]*\|\s*(?:sort(?P<opts>(?:\s+-\w+)*)\s*\|\s*)?tail\b")
+
+
+def _shell_lexical_pick(prog: Program) -> str | None:
+    """`ls DIR/checkpoint-* | tail -1` (or `| sort | tail`) in the script: a text-order pick."""
+    if prog.shell is None:
+        return None
+    for line in prog.shell.script.splitlines():
+        m = _LS_TAIL.search(line)
+        if m and re.search(r"checkpoint|ckpt|iter_|step", line, re.I):
+            opts = m.group("opts") or ""
+            if not re.search(r"-\w*[Vn]", opts):
+                return line.strip()
+    return None
+
+
+# -- weights-only-checkpoint ----------------------------------------------------------------------------
+@check("weights-only-checkpoint")
+def weights_only(facts: Facts, rule: Rule) -> Result:
+    prog = _program(facts)
+    if prog is None:
+        return _unknown(prog)
+    if prog.has("hf-trainer"):
+        for val, ev in _settings(prog, "save_only_model"):
+            if val is True or (isinstance(val, str) and val.lower() == "true"):
+                return fail(
+                    facts.subject(),
+                    [ev],
+                    "save_only_model is on: checkpoints hold weights without optimizer, scheduler or step, so a "
+                    "resume restarts the schedule",
+                )
+    for part in prog.pythons:
+        for io in part.facts.io:
+            if io.api == "training_hub":
+                continue  # training-hub-weights-only judges training_hub's own checkpoints
+            if io.op == "save" and io.content == "weights" and part.facts.content("save") == "weights":
+                missing = ", ".join(io.missing) or "optimizer, scheduler, step"
+                return fail(
+                    facts.subject(),
+                    [_site_ev(part, io.site.text)],
+                    f"the checkpoint holds model weights only ({io.api}; no {missing}): "
+                    f"{part.source.label}:{io.site.line}",
+                    "high" if part.facts.confidence == "high" else "low",
+                )
+            if io.op == "load" and io.content == "weights" and io.api in ("from_pretrained", "hf-resume"):
+                return fail(
+                    facts.subject(),
+                    [_site_ev(part, io.site.text)],
+                    "the script resumes with from_pretrained(checkpoint), which loads weights only: "
+                    f"{part.source.label}:{io.site.line}",
                     "medium",
                 )
-        m2 = re.search(r"from_pretrained\(\s*[^)]*(?:checkpoint|ckpt|last_ckpt|latest)[^)]*\)", t.text)
-        if m2 and "resume_from_checkpoint" not in t.text:
-            return fail(
-                facts.subject(),
-                [t.evidence(line_of(t.text, m2.start()))],
-                "the script resumes with from_pretrained(checkpoint), which loads weights only",
-                "medium",
-            )
-    return ok(reason="no weights-only save or load in the visible script")
+    saves = [(p, io) for p in prog.pythons for io in p.facts.io if io.op == "save" and io.api != "training_hub"]
+    full = [(p, io) for p, io in saves if io.content == "full"]
+    if full:
+        p, io = full[0]
+        return ok(reason=f"the checkpoint holds the full training state ({io.api}, {p.source.label}:{io.site.line})")
+    if prog.has("hf-trainer") and (prog.complete or prog.framework_entry):
+        hidden = _args_hidden(prog)
+        if hidden is None:
+            return ok(reason="HF Trainer checkpoints hold optimizer, scheduler and step state (save_only_model is off)")
+        return skip(f"HF Trainer saves full state unless save_only_model is on, and {hidden}")
+    if prog.has("megatron") and not prog.pythons:
+        return skip("Megatron's saves are judged by megatron-resume-disabled (--no-save-optim, --no-save-rng)")
+    if prog.has("training-hub"):
+        full = [v for v, _e in _settings(prog, "accelerate_full_state_at_epoch") if _is_true(v)]
+        if full:
+            return ok(reason="training_hub saves its full state (accelerate_full_state_at_epoch is on)")
+        return skip("training_hub's checkpoints are judged by training-hub-weights-only")
+    if prog.complete and not saves:
+        return ok(reason="the visible program saves no checkpoint of its own")
+    return _unknown(prog)
 
 
+# -- save-total-limit-unset -----------------------------------------------------------------------------
 @check("save-total-limit-unset")
 def save_total_limit(facts: Facts, rule: Rule) -> Result:
-    if not (uses(facts, "hf") or uses(facts, "llamafactory")):
-        if not _has_text(facts):
-            return skip(NO_TEXT)
-        return ok(reason="not an HF Trainer-based stack (the limit applies to HF Trainer and LlamaFactory)")
-    if find(facts.texts, r"save_total_limit"):
-        return ok(reason="save_total_limit is set")
-    # cite the script or config that configures the trainer (lint points at it), else the command
-    where = next((t for t in facts.texts if t.kind in ("script", "config")), facts.texts[0] if facts.texts else None)
-    ev = [absence("save_total_limit", f"{where.object} {where.path}" if where else "training config")]
-    return fail(facts.subject(), ev, "checkpoints accumulate without save_total_limit until the PVC fills up", "medium")
-
-
-def _last_command(script: str) -> str:
-    body = re.sub(r"(?m)#.*$", "", script).strip()
-    parts = [p.strip() for p in re.split(r"\n|;|&&|\|\|", body) if p.strip()]
-    return parts[-1] if parts else ""
-
-
-@check("sigterm-not-forwarded")
-def sigterm_not_forwarded(facts: Facts, rule: Rule) -> Result:
-    spec = facts.spec
-    if spec is None or not spec.argv():
-        return skip("no container command or args: the image's entrypoint is unknown")
-    argv = spec.argv()
-    sh = shell_script(argv)
-    if sh is None:
-        return ok(reason=f"the trainer is PID 1 itself ({shlex.quote(argv[0])})")
-    shell, script = sh
-    t = next(t for t in facts.texts if t.kind == "script")
-    if re.search(r"(?m)(?:^|[;&|]\s*|\bthen\s+|\bdo\s+)exec\s+\S", script):
-        return ok(reason="the script execs the trainer")
-    trap = re.search(r"\btrap\b[^\n]*\b(?:TERM|SIGTERM|15)\b", script)
-    if trap and re.search(r"kill\s+(?:-\w+\s+)?(?:-?TERM\s+)?\"?\$\{?\w*(?:pid|PID|child|!)", script):
-        return ok(reason="a trap forwards SIGTERM to the trainer")
-    last = _last_command(script)
-    problems = []
-    if shell in ("sh", "dash", "ash"):
-        problems.append(f"`{shell} -c` (dash on Debian/Ubuntu images) never replaces itself with the trainer")
-    if "<<" in script:
-        problems.append("the script feeds the trainer a here-document")
-    elif re.search(r"(?<![|])\|(?![|])", last):
-        problems.append("the trainer runs in a pipeline")
-    elif re.search(r"\d?>{1,2}\s*\S|\s<\s*\S|&>", last):
-        problems.append("the trainer's output is redirected")
-    if trap:
-        problems.append("a trap keeps the shell alive")
-    if last.endswith("&") or re.search(r"\bwait\b", last):
-        problems.append("the trainer runs in the background")
-    if not problems and not TRAINER_CMD.search(last):
-        problems.append(f"the trainer is not the last command (`{last[:60]}` is)")
-    if not problems:
-        return ok(reason=f"bash runs the trainer as the last simple command and replaces itself ({last[:60]})")
-    fix = (
-        "Start the trainer with `exec` (e.g. `exec torchrun …`), or write the inline script to a file "
-        "first and `exec python /path/train.py`, so SIGTERM reaches Python"
-    )
-    cmd = last_shell_command(script)  # the evidence quotes the line that starts the last command
+    prog = _program(facts)
+    if prog is None:
+        return _unknown(prog)
+    not_here = _not_this_stack(prog, HF_STACKS, "an HF Trainer-based stack (the limit applies to HF Trainer and "
+                               "LlamaFactory)")  # fmt: skip
+    if not_here is not None:
+        return not_here
+    got = _settings(prog, "save_total_limit")
+    for val, ev in got:
+        if isinstance(val, int) and not isinstance(val, bool) and val > 0:
+            return ok(reason=f"save_total_limit is {val}", evidence=[ev])
+        if val is None or val == 0:
+            continue
+        return ok(reason="save_total_limit is set (by an expression)", evidence=[ev])
+    hidden = _args_hidden(prog)
+    if hidden is not None:
+        return skip(f"save_total_limit is not set where it can be seen, but {hidden}")
+    if not (prog.complete or prog.framework_entry):
+        return _unknown(prog)
+    where = _where_trainer_is_configured(prog)
     return fail(
         facts.subject(),
-        [t.evidence(script.split("\n")[cmd.line].strip() if cmd is not None else script[:300])],
-        f"`{shell} -c` stays PID 1 and does not pass SIGTERM on: {'; '.join(problems)}",
-        "high" if shell in ("sh", "dash") or "<<" in script else "medium",
-        fix,
+        [absence("save_total_limit", where)],
+        "checkpoints accumulate without save_total_limit until the PVC fills up",
+        "medium",
     )
+
+
+def _where_trainer_is_configured(prog: Program) -> str:
+    for part in prog.pythons:
+        c = part.facts.first("TrainingArguments")
+        if c is not None:
+            return f"{part.source.object} {part.source.path} (line {c.site.line})"
+    for cp in prog.configs:
+        return f"{cp.source.object} {cp.source.path}"
+    if prog.args is not None:
+        return f"{prog.args.source.object} {prog.args.source.path}"
+    src = prog.pythons[0].source if prog.pythons else prog.script_source
+    return f"{src.object} {src.path}" if src else "the training config"
+
+
+# -- sigterm-not-forwarded -----------------------------------------------------------------------------
+@check("sigterm-not-forwarded")
+def sigterm_not_forwarded(facts: Facts, rule: Rule) -> Result:
+    prog = _program(facts)
+    spec = facts.spec
+    if prog is None or spec is None:
+        return _unknown(prog)
+    if not prog.argv:
+        return skip("no container command or args: the image's entrypoint is unknown")
+    if prog.shell is None:
+        first = prog.argv[0].rsplit("/", 1)[-1]
+        if first in ("bash", "sh", "dash", "ash", "zsh", "ksh") or prog.argv[0].endswith((".sh", ".bash")):
+            return skip(f"the container runs a shell script file ({' '.join(prog.argv[:2])}): whether it execs the "
+                        "trainer depends on that file, which is not read")  # fmt: skip
+        return ok(reason=f"the trainer is PID 1 itself ({first})")
+    answer, reasons = prog.shell.pid1()
+    if answer is None:
+        return skip("whether SIGTERM reaches the trainer cannot be told: " + "; ".join(reasons[:2]))
+    if answer:
+        return ok(reason="; ".join(reasons[:2]))
+    src = prog.script_source
+    assert src is not None
+    t = prog.trainer
+    line = t.text.splitlines()[0].strip() if t is not None and t.text else src.text.strip().splitlines()[0]
+    shell = prog.shell.shell
+    strict = shell in ("sh", "dash") or (t is not None and bool(t.heredocs))
+    return fail(
+        facts.subject(),
+        [src.evidence(line)],
+        "; ".join(reasons[:3]) or f"`{shell} -c` stays PID 1 and does not pass SIGTERM on",
+        "high" if strict else "medium",
+        "Start the trainer with `exec` (e.g. `exec torchrun …`), or write the inline script to a file "
+        "first and `exec python /path/train.py`, so SIGTERM reaches Python",
+    )
+
+
+# -- resume-true-hardcoded ------------------------------------------------------------------------------
+def _is_true(v: Any) -> bool:
+    return v is True or (isinstance(v, str) and v.strip().lower() == "true")
 
 
 @check("resume-true-hardcoded")
 def resume_true(facts: Facts, rule: Rule) -> Result:
-    if not _has_text(facts):
-        return skip(NO_TEXT)
-    hits = find(
-        facts.texts,
-        r"resume_from_checkpoint\s*(?:=|:)\s*(?:True|true|\"true\"|'true')\b|"
-        r"--resume_from_checkpoint(?:=|\s+)(?:True|true)\b",
-    )
-    if hits:
-        return _hit_result(
-            facts,
-            hits,
-            "resume_from_checkpoint is hard-coded true: the first run raises "
-            "`No valid checkpoint found in output directory`",
-        )
-    return ok(reason="resume_from_checkpoint is not hard-coded to true")
+    prog = _program(facts)
+    if prog is None:
+        return _unknown(prog)
+    for part in prog.pythons:
+        for c in part.facts.calls.get("train") or []:
+            v = c.kwargs.get("resume_from_checkpoint")
+            if v is not None and v.known and _is_true(v.const):
+                return fail(
+                    facts.subject(),
+                    [_site_ev(part, c.site.text)],
+                    "resume_from_checkpoint is hard-coded true: the first run raises `No valid checkpoint found "
+                    f"in output directory` ({part.source.label}:{c.site.line})",
+                    "high" if v.origin in ("literal", "name") else "medium",
+                )
+    for cp in [prog.args, *prog.configs]:
+        if cp is None:
+            continue
+        present, val = get(cp.doc, "resume_from_checkpoint")
+        if present and _is_true(val) and (prog.has("hf-trainer") or prog.has("llamafactory") or prog.has("torchtune")):
+            return fail(
+                facts.subject(),
+                [_config_ev(cp, "resume_from_checkpoint", val)],
+                "resume_from_checkpoint is hard-coded true: the first run raises `No valid checkpoint found in "
+                "output directory`",
+            )
+    if prog.complete and _args_hidden(prog) is None:
+        return ok(reason="resume_from_checkpoint is not hard-coded to true")
+    return _unknown(prog) if not prog.complete else skip(f"resume_from_checkpoint may be set where it cannot be "
+                                                        f"seen: {_args_hidden(prog)}")  # fmt: skip
 
 
+# -- llamafactory-overwrite-output-dir ------------------------------------------------------------------
 @check("llamafactory-overwrite-output-dir")
 def lf_overwrite(facts: Facts, rule: Rule) -> Result:
-    hits = find(
-        facts.texts,
-        r"overwrite_output_dir\s*[:=]\s*(?:true|True)\b|--overwrite_output_dir(?:\s+(?:true|True)\b|\s*$|\s+-)",
-    )
-    evidence = [t.evidence(line_of(t.text, m.start())) for t, m in hits[:1]]
+    prog = _program(facts)
     for r in facts.history.runs:
         ev = r.log.first("overwrite_output") if r.log else None
         if ev is not None and r.log is not None:
-            evidence.append(ev.evidence(r.log.ref, r.attempt))
+            evidence = [ev.evidence(r.log.ref, r.attempt)]
+            if prog is not None:
+                evidence = [e for _v, e in _settings(prog, "overwrite_output_dir")[:1]] + evidence
             return fail(
                 facts.subject(),
                 evidence,
                 "LlamaFactory deleted the previous trainer log: overwrite_output_dir is on and auto-resume was skipped",
             )
-    if not uses(facts, "llamafactory"):
-        return ok(reason="not a LlamaFactory job") if _has_text(facts) else skip(NO_TEXT)
-    if hits:
-        return _hit_result(facts, hits, "overwrite_output_dir: true turns LlamaFactory's auto-resume off")
+    if prog is None:
+        return _unknown(prog)
+    not_here = _not_this_stack(prog, ("llamafactory",), "a LlamaFactory job")
+    if not_here is not None:
+        return not_here
+    for val, ev in _settings(prog, "overwrite_output_dir"):
+        if _is_true(val):
+            return fail(facts.subject(), [ev], "overwrite_output_dir: true turns LlamaFactory's auto-resume off")
+        if val is False or (isinstance(val, str) and val.lower() == "false"):
+            return ok(reason="overwrite_output_dir is false", evidence=[ev])
+    hidden = _args_hidden(prog)
+    if hidden is not None or not prog.configs:
+        return skip(f"LlamaFactory's config is not visible in full: {hidden or 'no config file is readable'}")
     return ok(reason="overwrite_output_dir is not set")
+
+
+# -- megatron-resume-disabled ---------------------------------------------------------------------------
+MEGATRON_FLAGS = ("finetune", "no-load-optim", "no-load-rng", "no-save-optim", "no-save-rng")
 
 
 @check("megatron-resume-disabled")
 def megatron(facts: Facts, rule: Rule) -> Result:
-    if not uses(facts, "megatron"):
-        return ok(reason="not a Megatron/MindSpeed job") if _has_text(facts) else skip(NO_TEXT)
-    env = facts.spec.env() if facts.spec else {}
-    flags = find(
-        facts.texts, r"--(?:finetune|no-load-optim|no-load-rng|no-save-optim|no-save-rng)\b", kinds=("argv", "script")
-    )
-    found = sorted({m.group(0) for _t, m in flags})
-    load = find(facts.texts, r"--load[= ](\S+)", kinds=("argv", "script"))
-    save = find(facts.texts, r"--save[= ](\S+)", kinds=("argv", "script"))
-    evidence = [t.evidence(line_of(t.text, m.start())) for t, m in flags[:2]]
-    problems = list(found)
-    if load and save:
-        lv, sv = expand(load[0][1].group(1), env), expand(save[0][1].group(1), env)
-        if lv.strip("\"'") != sv.strip("\"'"):
-            problems.append(f"--load {lv} ≠ --save {sv}")
-            evidence.append(load[0][0].evidence(line_of(load[0][0].text, load[0][1].start())))
-    elif save and not load:
+    prog = _program(facts)
+    if prog is None:
+        return _unknown(prog)
+    not_here = _not_this_stack(prog, ("megatron",), "a Megatron/MindSpeed job")
+    if not_here is not None:
+        return not_here
+    args = prog.args
+    if args is None or not isinstance(args.doc.data, dict):
+        return skip("Megatron's command line is not visible: " + prog.why_unknown())
+    data = args.doc.data
+    found = [f for f in MEGATRON_FLAGS if data.get(f) is True or data.get(f.replace("-", "_")) is True]
+    evidence = [_config_ev(args, f, "") for f in found[:2]]
+    problems = [f"--{f}" for f in found]
+    load = data.get("load")
+    save = data.get("save")
+    if isinstance(load, str) and isinstance(save, str):
+        if load.rstrip("/") != save.rstrip("/"):
+            problems.append(f"--load {load} ≠ --save {save}")
+            evidence.append(_config_ev(args, "load", load))
+    elif isinstance(save, str) and load is None:
         problems.append("no --load: Megatron never reads what --save wrote")
-        t = save[0][0]
-        evidence.append(absence("--load", f"{t.object} {t.path}"))
+        evidence.append(absence("--load", f"{args.source.object} {args.source.path}"))
     if problems:
         return fail(
             facts.subject(),
@@ -294,27 +438,36 @@ def megatron(facts: Facts, rule: Rule) -> Result:
             fix="Use `--load` = `--save` (the PVC directory), drop --finetune/--no-load-optim/--no-load-rng/"
             "--no-save-*, and pass the base weights with --pretrained-checkpoint instead",
         )
+    hidden = _args_hidden(prog) if prog.trainer is not None else None
+    if hidden is not None and "image" not in hidden:
+        return skip(f"no flag that disables resume is visible, but {hidden}")
     return ok(reason="--load equals --save and no flag disables resume")
 
 
+# -- training-hub-weights-only --------------------------------------------------------------------------
 @check("training-hub-weights-only")
 def training_hub(facts: Facts, rule: Rule) -> Result:
-    if not uses(facts, "training-hub"):
-        return ok(reason="not a training_hub job") if _has_text(facts) else skip(NO_TEXT)
-    on = find(
-        facts.texts, r"accelerate_full_state_at_epoch\s*[:=]\s*(?:True|true)\b|--accelerate_full_state_at_epoch\b"
+    prog = _program(facts)
+    if prog is None:
+        return _unknown(prog)
+    not_here = _not_this_stack(prog, ("training-hub",), "a training_hub job")
+    if not_here is not None:
+        return not_here
+    got = _settings(prog, "accelerate_full_state_at_epoch")
+    for val, ev in got:
+        if _is_true(val):
+            return ok(reason="accelerate_full_state_at_epoch is on", evidence=[ev])
+        if val is False or (isinstance(val, str) and val.lower() == "false"):
+            return fail(
+                facts.subject(),
+                [ev],
+                "accelerate_full_state_at_epoch is off: only HF weights are saved, so nothing resumable exists",
+            )
+        return skip("accelerate_full_state_at_epoch is set by an expression whose value is not known")
+    return skip(
+        "accelerate_full_state_at_epoch is not set: whether full state is saved then depends on the training "
+        "backend's default, which differs between instructlab.training versions; set it to true"
     )
-    if on:
-        return ok(reason="accelerate_full_state_at_epoch is on")
-    off = find(facts.texts, r"accelerate_full_state_at_epoch\s*[:=]\s*(?:False|false)\b")
-    if off:
-        return _hit_result(
-            facts, off, "accelerate_full_state_at_epoch is off: only HF weights are saved, so nothing resumable exists"
-        )
-    t = facts.texts[0]
-    return fail(
-        facts.subject(),
-        [absence("accelerate_full_state_at_epoch", f"{t.object} {t.path}")],
-        "training_hub saves HF weights only unless accelerate_full_state_at_epoch is on",
-        "medium",
-    )
+
+
+STACKS = STACK_NAMES  # re-exported for docs and the app

@@ -8,7 +8,6 @@ from ckpt_doctor.engine.checks import absence, check, event_ev, field_ev
 from ckpt_doctor.engine.checks.symptoms import volume_events
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
-from ckpt_doctor.facts.program import texts
 from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs, node_local
 from ckpt_doctor.scope import claim_names
 
@@ -133,7 +132,7 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
     # across attempts: the same directory on every trainer pod spec
     per_pod: dict[str, tuple[str, dict[str, Any]]] = {}
     for spec in facts.pod_specs:
-        dirs = checkpoint_dirs(spec, texts(spec, facts.scope), facts.scope)
+        dirs = checkpoint_dirs(spec, facts.program_of(spec), facts.scope)
         if dirs and dirs[0].path:
             per_pod[spec.object] = (dirs[0].path, dirs[0].evidence)
     paths = {p for p, _ in per_pod.values()}
@@ -166,6 +165,8 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
             first_dir.setdefault(d, (r, e))
     if cd is None and not per_pod:
         return skip("no checkpoint directory found in env, args or config")
+    if cd is not None and cd.path is None:
+        return skip(f"the checkpoint directory {cd.raw!r} ({cd.source}) cannot be resolved: " + "; ".join(cd.notes))
     return ok(reason="the checkpoint directory is fixed and the same for every attempt in the snapshot")
 
 
