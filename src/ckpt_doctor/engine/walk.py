@@ -111,7 +111,21 @@ def evaluate(facts: Facts, rules: list[Rule] | None = None, graph: nx.DiGraph | 
     findings.sort(key=_sort_key)
     diag = Diagnosis(facts, findings)
     _walk(diag, g)
+    _check_consistency(diag)
     return diag
+
+
+def _check_consistency(diag: Diagnosis) -> None:
+    from ckpt_doctor.engine.consistency import contradictions
+
+    found = contradictions(diag)
+    if not found:
+        return
+    if os.environ.get("CKPT_DOCTOR_DEBUG"):
+        raise InternalError("findings contradict each other: " + "; ".join(found))
+    notes = diag.facts.scope.snap.notes
+    for c in found:
+        notes.append(f"internal consistency check: {c}; please report it")
 
 
 def _run(rule: Rule, facts: Facts, checks: dict[str, Any]) -> list[Result]:
