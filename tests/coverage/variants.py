@@ -96,8 +96,7 @@ def _rewrite_scripts(objs: Objs, fn: Callable[[str, dict[str, Any]], str]) -> Ob
             for key in ("command", "args"):
                 seq = c.get(key)
                 if isinstance(seq, list):
-                    c[key] = [fn(a, c) if isinstance(a, str) and "\n" in a or (isinstance(a, str) and " " in a)
-                              else a for a in seq]  # fmt: skip
+                    c[key] = [fn(a, c) if isinstance(a, str) and ("\n" in a or " " in a) else a for a in seq]
     return out
 
 
