@@ -178,6 +178,7 @@ JOB_SPEC = {
 REPLICATED_JOB = {"name": STR, "replicas": INT, "template": {"metadata": META, "spec": JOB_SPEC}}
 JOBSET_SPEC = {
     "replicatedJobs": [REPLICATED_JOB],
+    "volumeClaimPolicies": [{"templates": [{"metadata": META, "spec": {"accessModes": [STR]}}]}],
     "failurePolicy": {"maxRestarts": INT, "restartStrategy": STR, "rules": [MAP]},
     "suspend": BOOL,
 }

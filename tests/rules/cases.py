@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.scenario import Attempt, PodSpecKnobs, Scenario, convention_log, megatron_log, ts
+from tests.scenario import Attempt, PodSpecKnobs, Scenario, convention_log, megatron_log, tqdm, ts
 from tests.stories import CK, STORIES, _restart, healthy_resume
 
 
@@ -231,7 +231,24 @@ def _runtime_ref_kind() -> Scenario:
     return s
 
 
+def _no_checkpointing(with_pvc: bool) -> Callable[[], Scenario]:
+    """A short job that checkpoints nothing: no CKPT_DIR, no volume, a script that saves nothing."""
+    script = "import torch\nfor step in range(100):\n    loss = torch.randn(1).sum()\nprint('done')\n"
+
+    def build() -> Scenario:
+        s = Scenario(knobs=PodSpecKnobs(ckpt_volume="pvc" if with_pvc else None, env=[], script=script))
+        s.trainer_env = []
+        s.failure_policy = None
+        log = "".join(tqdm(i, 100) for i in range(0, 60)) + "\n"
+        return _restart(s, log + "Killed\n", log)
+
+    return build
+
+
 CASES: list[Case] = [
+    Case("not-set-up-for-resume", "fail", "no checkpoint directory, no volume", _no_checkpointing(False)),
+    Case("not-set-up-for-resume", "pass", "a PVC is mounted", _no_checkpointing(True)),
+    Case("fresh-start-after-restart", "fail", "a job not set up for resume restarted", _no_checkpointing(False)),
     Case("backoff-limit-fights-restarts", "fail", "backoffLimit 6 with maxRestarts 3", _backoff(6)),
     Case("backoff-limit-fights-restarts", "fail", "no backoffLimit (default 6)", _backoff(None)),
     Case("backoff-limit-fights-restarts", "pass", "backoffLimit 0", _backoff(0)),

@@ -78,7 +78,7 @@ async def test_findings_are_failed_then_not_evaluated_then_passed() -> None:
         assert statuses == sorted(statuses, key=["fail", "not_evaluated", "pass"].index)
         assert screen.current is not None and screen.current.id == "final-checkpoint-missing"
         text = screen_text(app)
-        assert "FAILED (3)" in text and "PASSED (33)" in text
+        assert "FAILED (3)" in text and "PASSED (34)" in text
         await pilot.press("down")
         await settle(pilot)
         assert screen.current.id == "grace-period-too-short"

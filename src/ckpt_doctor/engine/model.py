@@ -8,7 +8,7 @@ from typing import Any
 SEVERITIES = ("info", "warning", "error", "critical")
 STATUSES = ("fail", "pass", "not_evaluated")
 CONFIDENCE = {"high": 3, "medium": 2, "low": 1}
-NEEDS = ("trainjob", "runtime", "jobset", "pods", "events", "logs", "pvcs", "error-text")
+NEEDS = ("trainjob", "runtime", "jobset", "pods", "events", "logs", "pvcs", "error-text", "checkpointing")
 MODES = ("diagnose", "lint", "explain-error")
 
 

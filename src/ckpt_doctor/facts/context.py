@@ -13,7 +13,7 @@ from ckpt_doctor.facts.logs import Signature, load_signatures
 from ckpt_doctor.facts.overrides import TrainerJob, find_trainer_job, merged_trainer_pod_spec, pod_container
 from ckpt_doctor.facts.program import TrainerSpec
 from ckpt_doctor.facts.program.model import Program, add_log_stacks, build_program
-from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs
+from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs, claim_templates
 from ckpt_doctor.facts.versions import TrainerVersion, trainer_version
 from ckpt_doctor.scope import Scope, runtime_ref
 from ckpt_doctor.snapshot import Obj
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from ckpt_doctor.engine.model import Rule
 
 NEEDS_CLUSTER = "needs cluster evidence (pods, events, logs); lint sees only manifests"
+DURABLE = ("persistentVolumeClaim", "nfs", "cephfs", "glusterfs", "iscsi", "rbd", "azureFile")
+# frameworks that save checkpoints unless told not to (HF Trainer's save_strategy, Lightning's
+# ModelCheckpoint, torchtune's epoch saves, training_hub's epoch checkpoints)
+SAVING_STACKS = ("hf-trainer", "llamafactory", "lightning", "torchtune", "training-hub")
 CLUSTER_KINDS = ("PersistentVolume", "StorageClass", "Node", "ClusterTrainingRuntime")
 
 
@@ -83,7 +87,55 @@ class Facts:
         if need == "pvcs":
             gap = snap.gap_for("persistentvolumeclaims", "pvcs")
             return f"PVCs not collected: {gap.reason}" if gap else None
+        if need == "checkpointing":
+            state, why, _ev = self.checkpointing
+            return f"not set up for resume: {why} (see not-set-up-for-resume)" if state == "absent" else None
         return None
+
+    @cached_property
+    def checkpointing(self) -> tuple[str, str, list[dict[str, Any]]]:
+        """Does the job checkpoint at all? ('present' | 'absent' | 'unknown', why, evidence).
+
+        Absent means positive evidence of no checkpointing: the whole trainer side is seen (the
+        runtime, or the built-in as it ships) and it names no checkpoint directory, mounts no
+        persistent volume, runs no framework that checkpoints by default, its visible code saves
+        nothing, and (with logs) no attempt logged a save. A restart of such a job can only start
+        again from step 0."""
+        spec, sc = self.spec, self.scope
+        if spec is None or sc.runtime is None:
+            return "unknown", "the trainer's runtime is not known", []
+        if self.trainer_job is None or spec.container is None:
+            return "unknown", "the runtime has no trainer job with a container to judge", []
+        if self.mode == "lint" and sc.trainjob is None:
+            return "unknown", "judged per TrainJob: its spec.trainer.env and overrides may add it", []
+        if self.ckpt_dirs:
+            return "present", f"it writes checkpoints to {self.ckpt_dirs[0].raw} ({self.ckpt_dirs[0].source})", []
+        vols = [v for v in spec.pod_spec.get("volumes") or [] if isinstance(v, dict)]
+        mounted = {str(m.get("name")) for m in (spec.container or {}).get("volumeMounts") or [] if isinstance(m, dict)}
+        durable = [v for v in vols if str(v.get("name")) in mounted and any(k in v for k in DURABLE)]
+        templates = set(claim_templates(sc)) & mounted
+        if durable or templates:
+            name = durable[0].get("name") if durable else sorted(templates)[0]
+            return "present", f"it mounts the persistent volume {name!r}", []
+        prog = self.program
+        if prog is not None:
+            saving = [s for s in prog.stacks if s in SAVING_STACKS]
+            if saving:
+                return "present", f"{saving[0]} checkpoints by default", []
+            if any(io.op == "save" for p in prog.pythons for io in p.facts.io):
+                return "present", "its code saves state", []
+        if self.mode == "diagnose" and any(r.saves() for r in self.history.runs):
+            return "present", "an attempt logged a save", []
+        where = f"{spec.object} {spec.container_path}"
+        tj = sc.trainjob
+        # a TrainJob names its checkpoint directory in spec.trainer (the runtime's container otherwise)
+        dir_at = f"{tj.ref()} spec.trainer" if tj is not None and isinstance(tj.spec.get("trainer"), dict) else where
+        what_dir = "a checkpoint directory (CKPT_DIR, --output_dir, output_dir…)"
+        evidence = [
+            {"type": "absence", "what": what_dir, "where": dir_at},
+            {"type": "absence", "what": "a persistent volume mounted by the trainer", "where": where},
+        ]
+        return "absent", "no checkpoint directory and no persistent volume", evidence
 
     def known(self, kind: str, name: str) -> Known:
         """The coverage of one object the target refers to: seen, absent (and what proves it) or unknown."""
@@ -140,7 +192,7 @@ class Facts:
     def intended(self) -> TrainerSpec | None:
         """The trainer container the runtime and the TrainJob's overrides describe."""
         rt = self.scope.runtime
-        if rt is None:
+        if rt is None or self.trainer_job is None:  # no runtime, or one without a replicated job to run
             return None
         pod_spec, node = merged_trainer_pod_spec(self.scope, self.version)
         tj = self.trainer_job
@@ -186,6 +238,13 @@ class Facts:
     @property
     def ckpt_dir(self) -> CkptDir | None:
         return self.ckpt_dirs[0] if self.ckpt_dirs else None
+
+    def no_spec(self) -> str:
+        """Why there is no trainer container to judge (for not_evaluated reasons)."""
+        if self.scope.runtime is not None and not self.scope.pods:
+            rt = self.scope.runtime.ref()
+            return f"{rt} has no replicated job that runs a trainer (spec.template.spec.replicatedJobs)"
+        return "neither a trainer pod nor a runtime is in the snapshot"
 
     def param(self, rule: Rule, name: str, default: Any) -> Any:
         """A rule parameter: the caller's override, else the catalogue's value, else `default`."""

@@ -193,6 +193,14 @@ def _place(cd: CkptDir, spec: TrainerSpec, scope: Scope) -> None:
         (v for v in spec.pod_spec.get("volumes") or [] if isinstance(v, dict) and v.get("name") == cd.volume_name), None
     )
     if vol is None:
+        claim = claim_template(scope, cd.volume_name)
+        if claim is not None:  # JobSet volumeClaimPolicies: a PVC <template>-<jobset> it creates itself
+            cd.volume_kind = "pvc"
+            cd.claim = claim
+            cd.pvc = scope.pvcs.get(claim)
+            cd.pv = scope.pvs.get(claim)
+            cd.notes.append(f"the JobSet's volumeClaimPolicies create PVC {claim}")
+            return
         cd.volume_kind = "unknown"
         cd.notes.append(f"volume {cd.volume_name!r} is mounted but not defined")
         return
@@ -259,3 +267,28 @@ def checkpoint_dirs(spec: TrainerSpec, prog: Program, scope: Scope) -> list[Ckpt
         seen.add(key)
         uniq.append(cd)
     return uniq
+
+
+def claim_templates(scope: Scope) -> dict[str, dict[str, Any]]:
+    """JobSet volumeClaimPolicies templates (v0.11+), by name: the JobSet's own, else the runtime's."""
+    specs = []
+    if scope.jobset is not None:
+        specs.append(scope.jobset.spec)
+    if scope.runtime is not None:
+        specs.append((scope.runtime.spec.get("template") or {}).get("spec") or {})
+    out: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        for pol in spec.get("volumeClaimPolicies") or []:
+            for t in (pol or {}).get("templates") or [] if isinstance(pol, dict) else []:
+                name = ((t or {}).get("metadata") or {}).get("name") if isinstance(t, dict) else None
+                if name:
+                    out.setdefault(str(name), t)
+    return out
+
+
+def claim_template(scope: Scope, volume: str | None) -> str | None:
+    """The PVC name JobSet gives the volumeClaimPolicies template `volume` (`<template>-<jobset>`)."""
+    if not volume or volume not in claim_templates(scope):
+        return None
+    owner = scope.jobset.name if scope.jobset is not None else (scope.name or "<trainjob>")
+    return f"{volume}-{owner}"

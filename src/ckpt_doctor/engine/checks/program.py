@@ -34,9 +34,9 @@ def _program(facts: Facts) -> Program | None:
     return facts.program
 
 
-def _unknown(prog: Program | None) -> Result:
+def _unknown(prog: Program | None, facts: Facts | None = None) -> Result:
     if prog is None:
-        return skip("neither a trainer pod nor a runtime is in the snapshot")
+        return skip(facts.no_spec() if facts is not None else "no trainer container to judge")
     return skip(f"the training program cannot be read: {prog.why_unknown()}")
 
 
@@ -148,7 +148,7 @@ def lexical_sort(facts: Facts, rule: Rule) -> Result:
             )
     prog = _program(facts)
     if prog is None:
-        return _unknown(prog)
+        return _unknown(prog, facts)
     for part in prog.pythons:
         for d in part.facts.discovery:
             if d.kind == "lexical" and not d.padded:
@@ -176,7 +176,7 @@ def lexical_sort(facts: Facts, rule: Rule) -> Result:
         return ok(reason=FRAMEWORK_DISCOVERY[fw])
     if prog.complete:
         return ok(reason="the visible program picks no checkpoint by its name")
-    return _unknown(prog)
+    return _unknown(prog, facts)
 
 
 _LS_TAIL = re.compile(r"\bls\b[^|]*\|\s*(?:sort(?P<opts>(?:\s+-\w+)*)\s*\|\s*)?tail\b")
@@ -200,7 +200,7 @@ def _shell_lexical_pick(prog: Program) -> str | None:
 def weights_only(facts: Facts, rule: Rule) -> Result:
     prog = _program(facts)
     if prog is None:
-        return _unknown(prog)
+        return _unknown(prog, facts)
     if prog.has("hf-trainer"):
         for val, ev in _settings(prog, "save_only_model"):
             if val is True or (isinstance(val, str) and val.lower() == "true"):
@@ -250,7 +250,7 @@ def weights_only(facts: Facts, rule: Rule) -> Result:
         return skip("training_hub's checkpoints are judged by training-hub-weights-only")
     if prog.complete and not saves:
         return ok(reason="the visible program saves no checkpoint of its own")
-    return _unknown(prog)
+    return _unknown(prog, facts)
 
 
 # -- save-total-limit-unset -----------------------------------------------------------------------------
@@ -258,7 +258,7 @@ def weights_only(facts: Facts, rule: Rule) -> Result:
 def save_total_limit(facts: Facts, rule: Rule) -> Result:
     prog = _program(facts)
     if prog is None:
-        return _unknown(prog)
+        return _unknown(prog, facts)
     not_here = _not_this_stack(prog, HF_STACKS, "an HF Trainer-based stack (the limit applies to HF Trainer and "
                                "LlamaFactory)")  # fmt: skip
     if not_here is not None:
@@ -274,7 +274,7 @@ def save_total_limit(facts: Facts, rule: Rule) -> Result:
     if hidden is not None:
         return skip(f"save_total_limit is not set where it can be seen, but {hidden}")
     if not (prog.complete or prog.framework_entry):
-        return _unknown(prog)
+        return _unknown(prog, facts)
     where = _where_trainer_is_configured(prog)
     return fail(
         facts.subject(),
@@ -303,7 +303,12 @@ def sigterm_not_forwarded(facts: Facts, rule: Rule) -> Result:
     prog = _program(facts)
     spec = facts.spec
     if prog is None or spec is None:
-        return _unknown(prog)
+        return _unknown(prog, facts)
+    if facts.mode == "lint" and facts.scope.trainjob is None:
+        return skip("judged per TrainJob: its spec.trainer.command and args replace the runtime's")
+    rt = facts.scope.runtime
+    if rt is not None and isinstance((rt.spec.get("mlPolicy") or {}).get("flux"), dict):
+        return skip("mlPolicy.flux: the Trainer's flux plugin runs the command through its own entrypoint script")
     if not prog.argv:
         return skip("no container command or args: the image's entrypoint is unknown")
     if prog.shell is None:
@@ -342,7 +347,7 @@ def _is_true(v: Any) -> bool:
 def resume_true(facts: Facts, rule: Rule) -> Result:
     prog = _program(facts)
     if prog is None:
-        return _unknown(prog)
+        return _unknown(prog, facts)
     for part in prog.pythons:
         for c in part.facts.calls.get("train") or []:
             v = c.kwargs.get("resume_from_checkpoint")
@@ -367,7 +372,7 @@ def resume_true(facts: Facts, rule: Rule) -> Result:
             )
     if prog.complete and _args_hidden(prog) is None:
         return ok(reason="resume_from_checkpoint is not hard-coded to true")
-    return _unknown(prog) if not prog.complete else skip(f"resume_from_checkpoint may be set where it cannot be "
+    return _unknown(prog, facts) if not prog.complete else skip(f"resume_from_checkpoint may be set where it cannot be "
                                                         f"seen: {_args_hidden(prog)}")  # fmt: skip
 
 
@@ -387,7 +392,7 @@ def lf_overwrite(facts: Facts, rule: Rule) -> Result:
                 "LlamaFactory deleted the previous trainer log: overwrite_output_dir is on and auto-resume was skipped",
             )
     if prog is None:
-        return _unknown(prog)
+        return _unknown(prog, facts)
     not_here = _not_this_stack(prog, ("llamafactory",), "a LlamaFactory job")
     if not_here is not None:
         return not_here
@@ -410,7 +415,7 @@ MEGATRON_FLAGS = ("finetune", "no-load-optim", "no-load-rng", "no-save-optim", "
 def megatron(facts: Facts, rule: Rule) -> Result:
     prog = _program(facts)
     if prog is None:
-        return _unknown(prog)
+        return _unknown(prog, facts)
     not_here = _not_this_stack(prog, ("megatron",), "a Megatron/MindSpeed job")
     if not_here is not None:
         return not_here
@@ -449,7 +454,7 @@ def megatron(facts: Facts, rule: Rule) -> Result:
 def training_hub(facts: Facts, rule: Rule) -> Result:
     prog = _program(facts)
     if prog is None:
-        return _unknown(prog)
+        return _unknown(prog, facts)
     not_here = _not_this_stack(prog, ("training-hub",), "a training_hub job")
     if not_here is not None:
         return not_here

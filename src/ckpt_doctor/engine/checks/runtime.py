@@ -240,8 +240,19 @@ def jobset_spec(facts: Facts) -> tuple[Any, dict[str, Any], str] | None:
     return None
 
 
+def _restart_is_moot(facts: Facts) -> str | None:
+    """lint: a TrainJob that does not checkpoint at all would only start again from step 0 after a
+    restart, so whether it restarts is moot (not-set-up-for-resume says what matters)."""
+    if facts.mode != "lint":
+        return None
+    return facts.missing("checkpointing")
+
+
 @check("no-failure-policy")
 def no_failure_policy(facts: Facts, rule: Rule) -> Result:
+    moot = _restart_is_moot(facts)
+    if moot:
+        return skip(moot)
     got = jobset_spec(facts)
     if got is None:
         return skip("neither the JobSet nor the runtime is in the snapshot")
@@ -270,7 +281,12 @@ def no_failure_policy(facts: Facts, rule: Rule) -> Result:
 def grace_period(facts: Facts, rule: Rule) -> Result:
     spec = facts.spec
     if spec is None:
-        return skip("neither a trainer pod nor a runtime is in the snapshot")
+        return skip(facts.no_spec())
+    if facts.mode == "lint" and facts.scope.trainjob is None:
+        return skip(
+            "judged per TrainJob: the trainer it runs (spec.trainer.command) decides whether a final save needs "
+            "the time, and on v2.3 its runtimePatches can set terminationGracePeriodSeconds"
+        )
     minimum = int(facts.param(rule, "minSeconds", 60))
     value = spec.pod_spec.get("terminationGracePeriodSeconds")
     path = f"{spec.base_path}.terminationGracePeriodSeconds"
@@ -293,6 +309,9 @@ def grace_period(facts: Facts, rule: Rule) -> Result:
 
 @check("backoff-limit-fights-restarts")
 def backoff_limit_fights_restarts(facts: Facts, rule: Rule) -> Result:
+    moot = _restart_is_moot(facts)
+    if moot:
+        return skip(moot)
     got = jobset_spec(facts)
     if got is None:
         return skip("neither the JobSet nor the runtime is in the snapshot")
@@ -382,3 +401,23 @@ def runtime_ref_unresolved(facts: Facts, rule: Rule) -> Result:
             + ", or point spec.runtimeRef at one that exists",
         )
     return skip(sc.runtime_missing or f"{kind} {name!r} is not in the input")
+
+
+@check("not-set-up-for-resume")
+def not_set_up_for_resume(facts: Facts, rule: Rule) -> Result:
+    state, why, evidence = facts.checkpointing
+    if state == "unknown":
+        return skip(f"whether the job checkpoints is unknown: {why}")
+    if state == "present":
+        return ok(reason=f"the job checkpoints: {why}")
+    rt = facts.scope.runtime
+    fp = (jobset_spec(facts) or (None, {}, ""))[1].get("failurePolicy")
+    extra = "" if isinstance(fp, dict) else ", no failurePolicy"
+    if rt is not None and not isinstance(fp, dict):
+        evidence = [*evidence, absence("failurePolicy", rt.ref())]
+    return fail(
+        facts.subject(),
+        evidence,
+        f"not set up for resume: {why}{extra}; a restart starts again from step 0",
+        "high",
+    )

@@ -32,14 +32,14 @@ def _dir_ev(cd: CkptDir) -> list[dict[str, Any]]:
     return ev
 
 
-PERSISTENT_SOURCES = ("persistentVolumeClaim", "nfs", "csi", "cephfs", "glusterfs", "iscsi", "rbd", "azureFile")
+PERSISTENT_SOURCES = ("persistentVolumeClaim", "nfs", "cephfs", "glusterfs", "iscsi", "rbd", "azureFile")
 
 
 @check("ckpt-dir-not-persistent")
 def ckpt_dir_not_persistent(facts: Facts, rule: Rule) -> Result:
     spec = facts.spec
     if spec is None:
-        return skip("neither a trainer pod nor a runtime is in the snapshot")
+        return skip(facts.no_spec())
     vols = [v for v in spec.pod_spec.get("volumes") or [] if isinstance(v, dict)]
     durable = [v for v in vols if any(k in v for k in PERSISTENT_SOURCES)]
     cd = facts.ckpt_dir
@@ -76,7 +76,8 @@ def ckpt_dir_not_persistent(facts: Facts, rule: Rule) -> Result:
     if where is None:
         if cd.volume_kind == "unknown":
             return skip(f"{cd.path} is on volume {cd.volume_name!r}, which the pod spec does not define")
-        if cd.volume_kind == "pvc":
+        if cd.volume_kind == "pvc" and facts.mode != "lint":
+            # in lint the claim and its class are cluster-side: node-pinned-storage judges them on the cluster
             unknown = _storage_unknown(facts, cd)
             if unknown:
                 return skip(f"{cd.path} ({cd.source}) is on PVC {cd.claim}, but {unknown}")
@@ -187,6 +188,16 @@ def _claim(facts: Facts) -> tuple[str | None, Any]:
     return None, None
 
 
+def _template_of(facts: Facts, claim: str) -> dict[str, Any] | None:
+    """The volumeClaimPolicies template JobSet makes `claim` from, when it is one of its PVCs."""
+    from ckpt_doctor.facts.storage import claim_template, claim_templates
+
+    for name, t in claim_templates(facts.scope).items():
+        if claim_template(facts.scope, name) == claim:
+            return t
+    return None
+
+
 def num_nodes(facts: Facts) -> tuple[int | None, dict[str, Any]]:
     """numNodes and the field that says it: spec.trainer, else the runtime's mlPolicy (default 1 when
     the runtime is seen without one); None when neither the TrainJob nor a seen runtime says."""
@@ -216,15 +227,19 @@ def rwo_multi_node(facts: Facts, rule: Rule) -> Result:
     claim, pvc = _claim(facts)
     if claim is None:
         return skip("no checkpoint PVC found to read access modes from")
-    if pvc is None:
+    template = _template_of(facts, claim)
+    if pvc is None and template is None:
         return skip(f"PVC {claim} is not in the snapshot, so its access modes are unknown")
-    modes = list(pvc.spec.get("accessModes") or [])
+    spec = pvc.spec if pvc is not None else ((template or {}).get("spec") or {})
+    modes = list(spec.get("accessModes") or [])
     if not modes:
         return skip(f"PVC {claim} shows no spec.accessModes")
     if set(modes) <= RWO:
+        where = pvc.ref() if pvc is not None else f"{facts.scope.runtime.ref() if facts.scope.runtime else 'runtime'}"
+        path = "spec.accessModes" if pvc is not None else "spec.template.spec.volumeClaimPolicies"
         return fail(
-            pvc.subject(),
-            [n_ev, field_ev(pvc.ref(), "spec.accessModes", modes)],
+            pvc.subject() if pvc is not None else facts.runtime_subject(),
+            [n_ev, field_ev(where, path, modes)],
             f"{n} nodes share PVC {claim}, which is {'/'.join(modes)}: pods on a second node cannot attach it",
         )
     return ok(reason=f"PVC {claim} is {'/'.join(modes)}")
