@@ -144,3 +144,23 @@ def test_runtime_snapshot_configmap_is_the_runtime_used(tmp_path: Path) -> None:
     assert diag.facts.version.version == "v2.3"
     assert diag.facts.scope.runtime_source == "runtime-snapshot"
     assert statuses(diag, "missing-ancestor-label") == {"pass"}
+
+
+def test_a_save_the_next_attempt_skipped_as_incomplete_is_not_a_saved_step(tmp_path: Path) -> None:
+    """contracts.md §6: a save that died half-way does not count, even with a completion line, when the
+    program's own next start says it skipped that checkpoint as incomplete."""
+    from tests.scenario import convention_log
+    from tests.stories import CK, _restart
+
+    s = Scenario()
+    first = convention_log(CK, 0, 320, crash="Killed")
+    second = f"[checkpoint] skipping incomplete checkpoint {CK}/checkpoint-300\n" + convention_log(CK, 250, 400)
+    _restart(s, first, second)
+    with open_bundle(s.write(tmp_path / "b")) as snap:
+        diag = diagnose_snapshot(snap)
+    by = {f.rule.id: f for f in diag.findings}
+    runs = diag.facts.history.runs
+    first_run = next(r for r in runs if r.attempt == 0)
+    assert 300 not in [e.step for e in first_run.saves()] and 250 in [e.step for e in first_run.saves()]
+    assert by["resumed-older-checkpoint"].status == "pass", by["resumed-older-checkpoint"].result
+    assert by["lexical-checkpoint-sort"].status != "fail"

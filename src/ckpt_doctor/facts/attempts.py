@@ -58,6 +58,7 @@ class Run:
     attempt: int = 0  # index of the attempt this run belongs to
     inferred: bool = False  # the pod is gone: this run is known from a log left in the bundle
     not_started: bool = False  # the container has not run yet (waiting, never started): it has no log
+    skipped: frozenset[int] = frozenset()  # steps a later run said it skipped as incomplete
 
     @property
     def unread(self) -> bool:
@@ -169,7 +170,7 @@ class Run:
                 ok = self._went_on(events, i)
             else:
                 ok = not self._failed_while_saving(events, i)
-            out.append((e, ok))
+            out.append((e, ok and e.step not in self.skipped))
         self.__dict__["_save_outcomes"] = out
         return out
 
@@ -412,8 +413,32 @@ def build_history(scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, L
     _place_deleted(runs)
     _add_structural_evidence(scope, h)
     _group(h, runs)
+    _mark_skipped(runs)
     h.unseen = _unseen_attempts(h, runs)
     return h
+
+
+def _mark_skipped(runs: list[Run]) -> None:
+    """A run that says it skipped an incomplete checkpoint (`skipping incomplete checkpoint-300`) proves
+    that the earlier runs' save of that step died half-way: it does not count as a saved step."""
+    for r in runs:
+        if r.log is None:
+            continue
+        steps = set()
+        for e in r.log.of("save_skipped"):
+            step = e.step
+            if step is None and e.path:
+                m = re.search(r"(?:checkpoint|ckpt|step|iter)[-_]?0*(\d+)", e.path)
+                step = int(m.group(1)) if m else None
+            if step is not None:
+                steps.add(step)
+        if not steps:
+            continue
+        for x in runs:
+            if x.attempt < r.attempt or (x.attempt == r.attempt and x is not r and x.previous):
+                x.skipped = x.skipped | frozenset(steps)
+                x.__dict__.pop("_saves", None)
+                x.__dict__.pop("_save_outcomes", None)
 
 
 def _runs_of_deleted_pods(scope: Scope, kept: list[Run]) -> list[Run]:
