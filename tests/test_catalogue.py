@@ -44,3 +44,12 @@ def test_validation_catches_cycles_dangling_edges_and_missing_checks() -> None:
     b = dataclasses.replace(cause, id="cause-b", explains=("cause-a",), kind="cause")
     with pytest.raises(CatalogueError, match="cycle"):
         build_graph([a, b])
+
+
+def test_every_rule_says_what_it_reads_and_how_sure_it_can_be() -> None:
+    """docs/rules.md tells, for each rule, what it reads and how confident it can be (issue 10)."""
+    from ckpt_doctor.engine.catalogue import default_rules
+
+    for r in default_rules():
+        assert r.reads, f"{r.id} has no reads:"
+        assert len(r.confidence) > 20, f"{r.id} has no confidence:"

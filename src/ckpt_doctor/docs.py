@@ -52,6 +52,8 @@ def render() -> str:
         if r.reads:
             fields = ", ".join(f"`{k}.{p}`" if p else f"`{k}`" for k, p in r.reads)
             out += [f"Reads: {fields} (a field of the wrong type there makes it `not_evaluated`)", ""]
+        if r.confidence:
+            out += [f"How sure: {r.confidence}", ""]
         if r.versioned:
             out += ["Depends on the Trainer version: judged for every version still possible when it is not known", ""]
         out += [f"Judged in: {', '.join(r.modes)}", ""]

@@ -99,6 +99,7 @@ def parse_rule(doc: dict[str, Any], where: str) -> Rule:
         source=where,
         reads=parse_reads(doc.get("reads"), where, str(doc["id"])),
         versioned=bool(doc.get("versioned")),
+        confidence=" ".join(str(doc.get("confidence") or "").split()),
     )
 
 

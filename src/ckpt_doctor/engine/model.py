@@ -34,6 +34,7 @@ class Rule:
     source: str = ""
     reads: tuple[tuple[str, str], ...] = ()  # (kind, field path prefix) the check reads: malformed => not_evaluated
     versioned: bool = False  # its answer depends on the Trainer version: judged for every version still possible
+    confidence: str = ""  # how sure a failure of this rule can be, and when it is not evaluated (docs)
 
 
 @dataclass
