@@ -227,7 +227,24 @@ class Facts:
         return prog
 
     def program_of(self, spec: TrainerSpec) -> Program:
-        return self.program if spec is self.spec and self.program is not None else build_program(spec, self.scope)
+        """The program of another trainer pod; pods made from one template share one reading."""
+        if spec is self.spec and self.program is not None:
+            return self.program
+        key = _spec_key(spec)
+        cache: dict[str, Program] = self.__dict__.setdefault("_programs", {})
+        if key not in cache:
+            cache[key] = build_program(spec, self.scope)
+        return cache[key]
+
+    def ckpt_dirs_of(self, spec: TrainerSpec) -> list[CkptDir]:
+        """The checkpoint directories of another trainer pod (shared between identical pod specs)."""
+        if spec is self.spec:
+            return self.ckpt_dirs
+        key = _spec_key(spec)
+        cache: dict[str, list[CkptDir]] = self.__dict__.setdefault("_dirs", {})
+        if key not in cache:
+            cache[key] = checkpoint_dirs(spec, self.program_of(spec), self.scope)
+        return cache[key]
 
     @cached_property
     def ckpt_dirs(self) -> list[CkptDir]:
@@ -257,3 +274,11 @@ class Facts:
 
     def runtime_subject(self) -> dict[str, Any] | None:
         return self.scope.runtime.subject() if self.scope.runtime is not None else self.subject()
+
+
+def _spec_key(spec: TrainerSpec) -> str:
+    """What a program reading depends on: the container and the volumes (not the pod's name or status)."""
+    import json
+
+    return json.dumps([spec.container, spec.pod_spec.get("volumes"), spec.object.split("/")[0]], sort_keys=True,
+                      default=str)  # fmt: skip

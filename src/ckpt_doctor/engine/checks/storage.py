@@ -8,7 +8,7 @@ from ckpt_doctor.engine.checks import absence, check, event_ev, field_ev
 from ckpt_doctor.engine.checks.symptoms import volume_events
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
-from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs, node_local
+from ckpt_doctor.facts.storage import CkptDir, node_local
 from ckpt_doctor.scope import claim_names
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
     # across attempts: the same directory on every trainer pod spec
     per_pod: dict[str, tuple[str, dict[str, Any]]] = {}
     for spec in facts.pod_specs:
-        dirs = checkpoint_dirs(spec, facts.program_of(spec), facts.scope)
+        dirs = facts.ckpt_dirs_of(spec)
         if dirs and dirs[0].path:
             per_pod[spec.object] = (dirs[0].path, dirs[0].evidence)
     paths = {p for p, _ in per_pod.values()}
