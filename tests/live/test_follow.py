@@ -21,7 +21,7 @@ from tests.live.scenario import NAME, NS, T1, Scenario, event, pod_name
 pytestmark = pytest.mark.skipif(bool(REAL_KUBECONFIG), reason="drives a TrainJob through a restart: fake only")
 
 
-def _wait(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+def _wait(cond: Callable[[], bool], timeout: float = 30.0) -> None:  # generous: CI machines are shared
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:
