@@ -74,15 +74,7 @@ class Scope:
         for ev in self.events:
             f = event_fields(ev)
             if needle in f["message"].lower():
-                proof = {
-                    "type": "event",
-                    "object": f["object"],
-                    "reason": f["reason"],
-                    "message": f["message"],
-                    "count": f["count"],
-                    "lastTimestamp": f["lastTimestamp"],
-                }
-                return Known(ABSENT, f"{f['reason']} on {f['object']}: {f['message'][:160]}", proof)
+                return Known(ABSENT, f"{f['reason']} on {f['object']}: {f['message'][:160]}", event_ev(f))
         return None
 
     def trainer_pods(self) -> list[Obj]:
@@ -341,4 +333,16 @@ def event_fields(ev: Obj) -> dict[str, Any]:
         "object": f"{inv.get('kind', '')}/{inv.get('namespace') or ev.namespace or ''}/{inv.get('name', '')}",
         "involvedKind": str(inv.get("kind", "")),
         "involvedName": str(inv.get("name", "")),
+    }
+
+
+def event_ev(f: dict[str, Any]) -> dict[str, Any]:
+    """An event as evidence, from `event_fields`."""
+    return {
+        "type": "event",
+        "object": f["object"],
+        "reason": f["reason"],
+        "message": f["message"],
+        "count": f["count"],
+        "lastTimestamp": f["lastTimestamp"],
     }

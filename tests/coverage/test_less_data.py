@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ckpt_doctor.coverage import RULE_KINDS, plural
 from tests.clirun import run_cli
 from tests.coverage.less_data import Removal, diagnose_dir, flips, read_objects, removals, write_without
 from tests.live.conftest import REAL_KUBECONFIG
@@ -25,20 +26,7 @@ def test_removing_data_never_flips_a_verdict(example: str, removal: Removal, tmp
 
 
 # -- live: the same kinds forbidden by the API server -------------------------------------------------
-RESOURCES = {
-    "TrainingRuntime": "trainingruntimes",
-    "ClusterTrainingRuntime": "clustertrainingruntimes",
-    "JobSet": "jobsets",
-    "Job": "jobs",
-    "Pod": "pods",
-    "Event": "events",
-    "PersistentVolumeClaim": "persistentvolumeclaims",
-    "PersistentVolume": "persistentvolumes",
-    "StorageClass": "storageclasses",
-    "ConfigMap": "configmaps",
-    "Node": "nodes",
-    "Workload": "workloads",
-}
+RESOURCES = {k: plural(k) for k in RULE_KINDS if k != "TrainJob"}  # kind -> the API's resource name
 
 
 def _live_cases() -> list[tuple[str, str]]:

@@ -19,6 +19,7 @@ from ckpt_doctor.scope import (
     RESTART_ATTEMPT,
     TRAINER_CONTAINER,
     Scope,
+    event_ev,
     event_fields,
 )
 from ckpt_doctor.snapshot import LogRef, Obj
@@ -562,15 +563,7 @@ def _add_structural_evidence(scope: Scope, h: History) -> None:
     for ev in scope.events:
         f = event_fields(ev)
         if f["reason"] in ("RestartJobSetFailurePolicyAction", "Preempted", "Evicted", "SuspendedJobs"):
-            item = {
-                "type": "event",
-                "object": f["object"],
-                "reason": f["reason"],
-                "message": f["message"],
-                "count": f["count"],
-                "lastTimestamp": f["lastTimestamp"],
-                "time": f["lastTimestamp"],
-            }
+            item = {**event_ev(f), "time": f["lastTimestamp"]}
             h.earlier.append(_strip_time(item))
             if f["reason"] != "RestartJobSetFailurePolicyAction":
                 h.interruptions.append(item)

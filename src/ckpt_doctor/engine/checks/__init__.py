@@ -7,6 +7,7 @@ from typing import Any
 
 from ckpt_doctor.engine.model import Result, Rule
 from ckpt_doctor.facts.context import Facts
+from ckpt_doctor.scope import event_ev as event_ev  # evidence helpers live beside the event reader
 
 CheckFn = Callable[[Facts, Rule], "Result | list[Result]"]
 CHECKS: dict[str, CheckFn] = {}
@@ -67,13 +68,3 @@ def snippet(text: str, start: int, end: int, before: int = 120, after: int = 120
 def text_ev(text: str, start: int, end: int) -> dict[str, Any]:
     return {"type": "text", "text": snippet(text, start, end)}
 
-
-def event_ev(f: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "event",
-        "object": f["object"],
-        "reason": f["reason"],
-        "message": f["message"],
-        "count": f["count"],
-        "lastTimestamp": f["lastTimestamp"],
-    }

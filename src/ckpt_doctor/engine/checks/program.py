@@ -51,6 +51,15 @@ def _not_this_stack(prog: Program, stacks: tuple[str, ...], what: str) -> Result
     return skip(f"whether this is {what} is unknown: {prog.why_unknown() if not prog.complete else 'no stack shown'}")
 
 
+def _scoped(facts: Facts, stacks: tuple[str, ...], what: str) -> tuple[Program | None, Result | None]:
+    """(the program, None) when one of `stacks` runs; (None, the result to give) otherwise."""
+    prog = _program(facts)
+    if prog is None:
+        return None, _unknown(prog, facts)
+    not_here = _not_this_stack(prog, stacks, what)
+    return (None, not_here) if not_here is not None else (prog, None)
+
+
 def _site_ev(part: PythonPart, text: str) -> dict[str, Any]:
     return part.source.evidence(text)
 
@@ -256,13 +265,12 @@ def weights_only(facts: Facts, rule: Rule) -> Result:
 # -- save-total-limit-unset -----------------------------------------------------------------------------
 @check("save-total-limit-unset")
 def save_total_limit(facts: Facts, rule: Rule) -> Result:
-    prog = _program(facts)
+    prog, outcome = _scoped(
+        facts, HF_STACKS, "an HF Trainer-based stack (the limit applies to HF Trainer and LlamaFactory)"
+    )
     if prog is None:
-        return _unknown(prog, facts)
-    not_here = _not_this_stack(prog, HF_STACKS, "an HF Trainer-based stack (the limit applies to HF Trainer and "
-                               "LlamaFactory)")  # fmt: skip
-    if not_here is not None:
-        return not_here
+        assert outcome is not None
+        return outcome
     got = _settings(prog, "save_total_limit")
     for val, ev in got:
         if isinstance(val, int) and not isinstance(val, bool) and val > 0:
@@ -391,11 +399,10 @@ def lf_overwrite(facts: Facts, rule: Rule) -> Result:
                 evidence,
                 "LlamaFactory deleted the previous trainer log: overwrite_output_dir is on and auto-resume was skipped",
             )
+    prog, outcome = _scoped(facts, ("llamafactory",), "a LlamaFactory job")
     if prog is None:
-        return _unknown(prog, facts)
-    not_here = _not_this_stack(prog, ("llamafactory",), "a LlamaFactory job")
-    if not_here is not None:
-        return not_here
+        assert outcome is not None
+        return outcome
     for val, ev in _settings(prog, "overwrite_output_dir"):
         if _is_true(val):
             return fail(facts.subject(), [ev], "overwrite_output_dir: true turns LlamaFactory's auto-resume off")
@@ -413,12 +420,10 @@ MEGATRON_FLAGS = ("finetune", "no-load-optim", "no-load-rng", "no-save-optim", "
 
 @check("megatron-resume-disabled")
 def megatron(facts: Facts, rule: Rule) -> Result:
-    prog = _program(facts)
+    prog, outcome = _scoped(facts, ("megatron",), "a Megatron/MindSpeed job")
     if prog is None:
-        return _unknown(prog, facts)
-    not_here = _not_this_stack(prog, ("megatron",), "a Megatron/MindSpeed job")
-    if not_here is not None:
-        return not_here
+        assert outcome is not None
+        return outcome
     args = prog.args
     if args is None or not isinstance(args.doc.data, dict):
         return skip("Megatron's command line is not visible: " + prog.why_unknown())
@@ -452,12 +457,10 @@ def megatron(facts: Facts, rule: Rule) -> Result:
 # -- training-hub-weights-only --------------------------------------------------------------------------
 @check("training-hub-weights-only")
 def training_hub(facts: Facts, rule: Rule) -> Result:
-    prog = _program(facts)
+    prog, outcome = _scoped(facts, ("training-hub",), "a training_hub job")
     if prog is None:
-        return _unknown(prog, facts)
-    not_here = _not_this_stack(prog, ("training-hub",), "a training_hub job")
-    if not_here is not None:
-        return not_here
+        assert outcome is not None
+        return outcome
     got = _settings(prog, "accelerate_full_state_at_epoch")
     for val, ev in got:
         if _is_true(val):
