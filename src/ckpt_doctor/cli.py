@@ -7,12 +7,13 @@ import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ckpt_doctor import __version__
 from ckpt_doctor.errors import EXIT_INPUT, EXIT_USAGE, InputError, InternalError, UsageError
 
 # verb modules, in the order `--help` lists them; each has register(subparsers)
-VERBS = ("tui", "diagnose", "lint", "explain_error", "collect", "drill", "report", "rules", "rbac")
+VERBS = ("tui", "diagnose", "lint", "explain_error", "collect", "drill", "report", "rules", "rbac", "watch")
 
 
 def add_cluster_flags(p: argparse.ArgumentParser) -> None:
@@ -83,6 +84,59 @@ def add_diagnosis_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def byte_size(text: str) -> int:
+    """argparse type: a size in bytes, with an optional K, M, G or T suffix (powers of 1024)."""
+    t = text.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = t[-1:] if t[-1:] in _UNITS and not t[-1:].isdigit() else ""
+    try:
+        n = float(t[: len(t) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4G, 512M, 1000000)") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return int(n)
+
+
+def add_bundle_limit_flags(p: argparse.ArgumentParser) -> None:
+    """How much an archive bundle may hold (docs/security.md), for every verb that reads `--bundle`."""
+    g = p.add_argument_group("bundle archive limits")
+    g.add_argument(
+        "--max-bundle-bytes",
+        type=byte_size,
+        metavar="SIZE",
+        help="refuse an archive that extracts to more than SIZE (default: 2G)",
+    )
+    g.add_argument(
+        "--max-bundle-entries", type=positive_int, metavar="N", help="refuse an archive of more than N entries (50000)"
+    )
+    g.add_argument(
+        "--max-bundle-ratio",
+        type=positive_int,
+        metavar="N",
+        help="refuse an archive that expands more than N times its size past 64 MiB (default: 200)",
+    )
+
+
+def _apply_bundle_limits(args: argparse.Namespace) -> None:
+    """The archive limits of this run: the flags given, the defaults for the rest (set for every run of a verb
+    that reads bundles, so one run's flags never carry over to the next in the same process)."""
+    if not hasattr(args, "max_bundle_bytes"):
+        return
+    from ckpt_doctor.sources.bundle import DEFAULT_LIMITS, Limits, set_limits
+
+    d = DEFAULT_LIMITS
+    set_limits(
+        Limits(
+            args.max_bundle_bytes or d.max_bytes,
+            args.max_bundle_entries or d.max_entries,
+            args.max_bundle_ratio or d.max_ratio,
+        )
+    )
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; `only` registers a single verb (the app's first frame should not wait for the rest)."""
     parser = argparse.ArgumentParser(
@@ -101,6 +155,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue  # verb not built yet
             raise
         mod.register(sub)
+    for verb_parser in sub.choices.values():  # every verb that reads a bundle gets its archive limits
+        opts = {o for a in verb_parser._actions for o in a.option_strings}
+        if "--bundle" in opts and "--max-bundle-bytes" not in opts:
+            add_bundle_limit_flags(verb_parser)
     return parser
 
 
@@ -117,8 +175,44 @@ def _one_line(e: BaseException) -> str:
     return redact_text(" ".join(str(e).split()))
 
 
+class _RedactedStderr:
+    """stderr with every line through the one redactor (loaded on the first write, so `--help` stays fast)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._inner: Any = None
+
+    def write(self, s: str) -> int:
+        if self._inner is None:
+            from ckpt_doctor.sources.redact import RedactingStream
+
+            self._inner = RedactingStream(self._stream)
+        return int(self._inner.write(s))
+
+    def flush(self) -> None:
+        (self._inner or self._stream).flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    bare = not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"))
+    if bare or args_list[0] == "tui":
+        return _main(args_list)  # the app draws on the terminal itself (Textual writes to sys.__stderr__)
+    stderr = sys.stderr
+    sys.stderr = _RedactedStderr(stderr)  # every error and note line leaves through the redactor
+    try:
+        return _main(args_list)
+    finally:
+        try:
+            sys.stderr.flush()
+        finally:
+            sys.stderr = stderr
+
+
+def _main(args_list: list[str]) -> int:
     bare = not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"))
     if bare or args_list[0] == "tui":
         # the app: register only its verb, so the first frame does not wait for every engine import
@@ -128,6 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         parser = build_parser()
     args = parser.parse_args(args_list)
+    _apply_bundle_limits(args)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -22,4 +22,6 @@ def diagnose_snapshot(
     scope = build_scope(snap, tj)
     sigs = load_signatures(signature_dirs or [])
     facts = Facts(scope, mode="diagnose", version_flag=version_flag, signatures=sigs)
-    return evaluate(facts)
+    from ckpt_doctor.sources.redact import redact_diagnosis  # every face prints what leaves here: redacted
+
+    return redact_diagnosis(evaluate(facts))

@@ -56,6 +56,8 @@ def iter_documents(text: str, where: str) -> Iterator[Any]:
         except json.JSONDecodeError as e:
             if where.endswith(".json"):
                 raise InputError(f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}", where) from None
+        except RecursionError:
+            raise InputError("JSON nests too deeply to be a Kubernetes object; refusing it", where) from None
         else:  # JSON is fast; a YAML stream of JSON documents falls through to the YAML parser
             yield doc
             return

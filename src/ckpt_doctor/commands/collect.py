@@ -35,6 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the bundle to write: FILE.tar.gz or FILE.tgz (any other name: a new directory)",
     )
     p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing FILE.tar.gz (never followed if it is a symlink: the link itself is replaced)",
+    )
+    p.add_argument(
         "--follow",
         action="store_true",
         help="record until the TrainJob finishes or Ctrl-C: keep every attempt's pods, events and logs as they "
@@ -78,10 +83,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ckpt_doctor.sources.bundle_write import write_bundle
+    from ckpt_doctor.safewrite import check_output
+    from ckpt_doctor.sources.bundle_write import is_archive, write_bundle
     from ckpt_doctor.sources.redact import Redactor
 
     redactor = Redactor(args.redact_pattern, enabled=not args.no_redact)  # bad patterns: exit 3 before any I/O
+    check_output(args.output, args.force, directory=not is_archive(args.output))  # refused before collecting
     if args.no_redact:
         print(NO_REDACT_WARNING, file=sys.stderr)
     common: dict[str, Any] = {
@@ -107,16 +114,23 @@ def run(args: argparse.Namespace) -> int:
         from ckpt_doctor.sources.live import collect_live
 
         snap = collect_live(args.target, redact=not args.no_redact, redact_patterns=args.redact_pattern, **common)
+    import os
+
+    was = "a symlink, replaced itself (what it pointed to is untouched)" if os.path.islink(args.output) else "a file"
+    replaced = os.path.lexists(args.output) and not os.path.isdir(args.output)
     try:
-        out = write_bundle(snap, args.output, extra)
+        out = write_bundle(snap, args.output, extra, force=args.force)
     except OSError as e:
         raise InputError(f"cannot write the bundle: {e.strerror or e}", str(args.output)) from None
     if not args.quiet:
         target = snap.meta.get("target") or {}
+        size = f", {out.stat().st_size} bytes" if out.is_file() else ""
+        if replaced:
+            print(f"ckpt-doctor: --force: replaced what was at {out}: {was}", file=sys.stderr)
         print(
             f"ckpt-doctor: wrote {out} for TrainJob {target.get('namespace')}/{target.get('name')}: "
             f"{len(snap.objects)} objects, {len(snap.logs)} logs, {snap.meta.get('redactions', 0)} redactions, "
-            f"{len(snap.not_collected)} not collected",
+            f"{len(snap.not_collected)} not collected{size}",
             file=sys.stderr,
         )
         for g in snap.not_collected:

@@ -38,13 +38,17 @@ def run(args: argparse.Namespace) -> int:
     text = read_text(args.text)
     if not text.strip():
         raise UsageError("the error text is empty")
+    from ckpt_doctor.sources.redact import Redactor, redact_diagnosis
+
     ex = explain(text)
+    r = Redactor()
+    redact_diagnosis(ex.diagnosis, r)  # the error text may quote a token: what is printed is redacted
     if args.output == "json":
-        sys.stdout.write(json.dumps(ex.to_json(), indent=2, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json.dumps(r.obj(ex.to_json()), indent=2, ensure_ascii=False, default=str) + "\n")
     elif args.output == "markdown":
         from ckpt_doctor.report.markdown import render
 
-        sys.stdout.write(render(ex.diagnosis) if ex.recognised else render_text(ex))
+        sys.stdout.write(r.text(render(ex.diagnosis) if ex.recognised else render_text(ex)))
     else:
-        sys.stdout.write(render_text(ex))
+        sys.stdout.write(r.text(render_text(ex)))
     return ex.exit_code()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ckpt_doctor.cli import trainer_version_arg
 from ckpt_doctor.commands.common import add_output_flags, emit
 from ckpt_doctor.errors import InputError
-from ckpt_doctor.lint import LintResult, lint_paths
+
+if TYPE_CHECKING:
+    from ckpt_doctor.lint import LintResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,6 +52,8 @@ def _notes(result: LintResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ckpt_doctor.lint import lint_paths  # the engine loads only when a verb runs, not for --help
+
     result = lint_paths(args.paths, args.trainer_version)
     if not result.manifests.files:  # nothing it was given is a manifest: an input error, each file noted
         skipped = [n for n in result.manifests.notes if n.kind != "version"]
@@ -73,5 +78,7 @@ def run(args: argparse.Namespace) -> int:
         result = outcome.after
     if args.output != "text":
         _notes(result)
-    emit(result.diagnosis, args.output, args.verbose)
+    from ckpt_doctor.sources.redact import redact_diagnosis  # a SARIF upload leaves the machine: redact it
+
+    emit(redact_diagnosis(result.diagnosis), args.output, args.verbose)
     return result.exit_code(args.fail_on, args.strict)

@@ -11,8 +11,6 @@ and the lines around them stay as they were; a file with nothing to fix is never
 from __future__ import annotations
 
 import difflib
-import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +20,7 @@ from ckpt_doctor.errors import InputError
 from ckpt_doctor.fix import fixers
 from ckpt_doctor.fix.yamledit import NotMechanical
 from ckpt_doctor.lint import LintResult, lint_manifests
+from ckpt_doctor.safewrite import WriteFailed, WriteRefused, Written, edit_in_place, match_newlines
 from ckpt_doctor.sources.manifests import ManifestFile, load_manifests
 
 __all__ = ["FIXABLE", "AppliedFix", "FileChange", "FixOutcome", "NotMechanical", "fix_result"]
@@ -55,6 +54,8 @@ class FileChange:
     old: str
     new: str
     applied: list[AppliedFix] = field(default_factory=list)
+    written: Written | None = None
+    refused: str | None = None  # why the fixed text was not written
 
     def diff(self) -> str:
         name = self.file.display
@@ -78,7 +79,13 @@ class FixOutcome:
         return "".join(c.diff() for c in self.changes)
 
     def messages(self) -> list[str]:
-        out = [a.message() for c in self.changes for a in c.applied]
+        out: list[str] = []
+        for c in self.changes:
+            if c.refused is not None:
+                continue  # said in not_fixed
+            out += [a.message() for a in c.applied]
+            if c.written is not None:
+                out.append(c.written.describe())
         out += self.not_fixed
         return out
 
@@ -123,35 +130,36 @@ def fix_result(result: LintResult, write: bool = True) -> FixOutcome:
         texts[display] = new
         applied.setdefault(display, []).append(AppliedFix(rule_id, display, subject.get("line"), fixers.WHAT[rule_id]))
     changes = [
-        FileChange(files[d], files[d].text, texts[d], applied.get(d, [])) for d in texts if texts[d] != files[d].text
+        FileChange(files[d], files[d].text, match_newlines(files[d].text, texts[d]), applied.get(d, []))
+        for d in texts
+        if texts[d] != files[d].text
     ]
     written = False
     if write:
         for c in changes:
             if c.file.path is None:
-                not_fixed.append(f"not written {c.file.display}: standard input cannot be fixed in place (--dry-run)")
-                continue
-            if not c.file.utf8:
-                not_fixed.append(
-                    f"not written {c.file.display}: it is not valid UTF-8, and a rewrite would change bytes"
-                )
-                continue
-            write_atomically(c.file.path, c.new, c.file.display)
-            written = True
-    after = _relint(result, {c.file.path: c.new for c in changes if c.file.path is not None}, texts)
+                c.refused = "standard input cannot be fixed in place (--dry-run)"
+            elif not c.file.utf8:
+                c.refused = "it is not valid UTF-8, and a rewrite would change bytes"
+            else:
+                try:
+                    c.written = write_fixed(c.file.path, c.new)
+                    written = True
+                except WriteFailed as e:  # the system said no: exit 3, nothing half-written
+                    raise InputError(f"cannot write the fixed file: {e.reason}", c.file.display) from None
+                except WriteRefused as e:  # our rules said no (read-only, hard links): said, and the rest goes on
+                    c.refused = e.message
+            if c.refused is not None:
+                not_fixed.append(f"not written {c.file.display}: {c.refused}")
+    on_disk = [c for c in changes if c.file.path is not None and (not write or c.written is not None)]
+    after = _relint(result, {c.file.path: c.new for c in on_disk if c.file.path is not None}, texts)
     return FixOutcome(result, after, changes, not_fixed, written)
 
 
-def write_atomically(path: Path, text: str, display: str) -> None:
-    """Replace `path` in one step, so Ctrl-C or a full disk never leaves a half-written manifest."""
-    tmp = path.with_name(f".{path.name}.ckpt-doctor-fix")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write the fixed file: {e.strerror or e}", display) from None
+def write_fixed(path: Path, text: str) -> Written:
+    """Replace `path` in one step (safewrite.edit_in_place: mkstemp beside it, os.replace, mode kept; a symlink
+    is edited where it points; read-only and hard-linked files are refused)."""
+    return edit_in_place(path, text)
 
 
 def _relint(result: LintResult, overrides: dict[Path, str], texts: dict[str, str]) -> LintResult:

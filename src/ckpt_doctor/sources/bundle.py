@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import tarfile
 import tempfile
+import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +23,92 @@ OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_OBJECT_FILE = 512 * 1024 * 1024
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How much an archive may hold (docs/security.md: `--max-bundle-bytes`, `--max-bundle-entries`,
+    `--max-bundle-ratio`). An archive over any of them is refused before what is over is written to disk."""
+
+    max_bytes: int = 2 * 1024**3  # total extracted size: 2 GiB (a 1,024-pod bundle from `collect` is ~0.6 GiB)
+    max_entries: int = 50_000  # members (files, directories)
+    max_ratio: int = 200  # extracted bytes per archive byte, once past RATIO_FLOOR (text logs: 5-50)
+
+
+RATIO_FLOOR = 64 * 1024 * 1024  # any archive may expand to this much, whatever its ratio
+DEFAULT_LIMITS = Limits()
+_limits = DEFAULT_LIMITS
+
+
+def set_limits(limits: Limits) -> None:
+    """The limits every later archive is read with (the CLI sets them from its flags)."""
+    global _limits
+    _limits = limits
+
+
+def current_limits() -> Limits:
+    return _limits
+
+
 @contextmanager
-def bundle_dir(path: str | Path):
-    """Yield a directory holding the bundle; archives are extracted safely to a temp dir."""
+def _removed_on_termination() -> Iterator[None]:
+    """SIGTERM or SIGHUP while an archive is extracted (or read from its extraction) unwinds like Ctrl-C, so
+    the private temp dir is removed: nothing of the bundle is left in /tmp. Main thread only (Python's rule);
+    elsewhere the caller's own handling applies."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    old: dict[int, Any] = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            prev = signal.getsignal(sig)
+            if prev is signal.SIG_IGN:
+                continue
+            old[sig] = prev
+            signal.signal(sig, handler)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for sig, prev in old.items():
+            try:
+                signal.signal(sig, prev)
+            except (ValueError, TypeError):
+                pass
+
+
+def _extract(tf: tarfile.TarFile, dest: str, archive_size: int, limits: Limits, display: str) -> None:
+    """Extract member by member, each checked against the limits before it is written (the data filter
+    refuses absolute paths, `..`, links out of the archive and device files)."""
+    total = 0
+    for entries, member in enumerate(tf, 1):
+        if entries > limits.max_entries:
+            raise InputError(
+                f"archive has more than {limits.max_entries} entries; refused (raise --max-bundle-entries if it "
+                "is genuine)",
+                display,
+            )
+        if member.isreg():
+            total += member.size
+            if total > limits.max_bytes:
+                raise InputError(
+                    f"archive expands to more than {limits.max_bytes} bytes; refused (raise --max-bundle-bytes if "
+                    "it is genuine)",
+                    display,
+                )
+            if total > RATIO_FLOOR and total > limits.max_ratio * max(archive_size, 1):
+                raise InputError(
+                    f"archive expands more than {limits.max_ratio} times its size ({archive_size} bytes to over "
+                    f"{total}): a compression bomb? refused (raise --max-bundle-ratio if it is genuine)",
+                    display,
+                )
+        tf.extract(member, dest, filter="data")
+
+
+@contextmanager
+def bundle_dir(path: str | Path, limits: Limits | None = None) -> Iterator[Path]:
+    """Yield a directory holding the bundle; archives are extracted, within `limits`, to a private temp dir
+    (0700) that is removed on every way out: the end of the block, an error, Ctrl-C, SIGTERM, SIGHUP."""
     p = Path(path)
     if not p.exists():
         raise InputError("no such file or directory", str(p))
@@ -29,17 +117,18 @@ def bundle_dir(path: str | Path):
         return
     if not p.is_file():
         raise InputError("not a directory or a .tar.gz archive", str(p))
+    lim = limits or _limits
     try:
         tf = tarfile.open(p, "r:*")
     except (tarfile.TarError, OSError, EOFError) as e:
         first = str(e).splitlines()[0].rstrip(":") if str(e) else type(e).__name__
         raise InputError(f"unreadable archive ({first}); expected a directory or a .tar.gz", str(p)) from None
-    with tf, tempfile.TemporaryDirectory(prefix="ckpt-doctor-") as tmp:
+    with _removed_on_termination(), tf, tempfile.TemporaryDirectory(prefix="ckpt-doctor-") as tmp:
         try:
-            tf.extractall(tmp, filter="data")
+            _extract(tf, tmp, p.stat().st_size, lim, str(p))
         except tarfile.FilterError as e:
             raise InputError(f"archive member refused: {e}", str(p)) from None
-        except (tarfile.TarError, OSError, EOFError) as e:
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
             raise InputError(f"broken archive: {e}", str(p)) from None
         root = Path(tmp)
         entries = [e for e in root.iterdir()]
@@ -47,6 +136,31 @@ def bundle_dir(path: str | Path):
         if len(entries) == 1 and entries[0].is_dir() and not (root / "bundle.yaml").exists():
             root = entries[0]
         yield root
+
+
+def files_under(root: Path, notes: list[str]) -> list[Path]:
+    """Every regular file under `root`, sorted, never outside it: a symlink that points out of the bundle (a
+    file or a folder) is skipped with a note, one inside it is read where it points."""
+    top = Path(os.path.realpath(root))
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in sorted(dirnames):
+            d = Path(dirpath, name)
+            if d.is_symlink() and not Path(os.path.realpath(d)).is_relative_to(top):
+                notes.append(f"{d.relative_to(root)}: a symlink to a folder outside the bundle; skipped")
+        for name in filenames:
+            f = Path(dirpath, name)
+            if f.is_symlink():
+                real = Path(os.path.realpath(f))
+                if not real.is_relative_to(top):
+                    notes.append(f"{f.relative_to(root)}: a symlink to a file outside the bundle; not read")
+                    continue
+                if not real.is_file():
+                    continue
+            elif not f.is_file():
+                continue  # FIFOs, sockets, devices
+            out.append(f)
+    return sorted(out)
 
 
 def _log_key(rel: Path) -> tuple[str, str, bool] | None:
@@ -92,8 +206,7 @@ def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
     """
     root = Path(path) if keep_dir is None else keep_dir
     snap = Snapshot(source="bundle", location=str(path))
-    files = sorted(p for p in root.rglob("*") if p.is_file())
-    for f in files:
+    for f in files_under(root, snap.notes):
         rel = f.relative_to(root)
         if "logs" in rel.parts[:-1]:  # logs/ at the root, or in a sub-bundle merged by hand
             at = rel.parts.index("logs")
@@ -152,12 +265,13 @@ def _apply_meta(snap: Snapshot, raw: dict[str, Any], display: str) -> None:
 class OpenBundle:
     """Context manager: `with open_bundle(p) as snap:` keeps an extracted archive alive."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, limits: Limits | None = None) -> None:
         self.path = path
-        self._cm = None
+        self.limits = limits
+        self._cm: Any = None
 
     def __enter__(self) -> Snapshot:
-        self._cm = bundle_dir(self.path)
+        self._cm = bundle_dir(self.path, self.limits)
         root = self._cm.__enter__()
         try:
             return load_bundle(self.path, keep_dir=root)
@@ -170,5 +284,5 @@ class OpenBundle:
             self._cm.__exit__(*exc)
 
 
-def open_bundle(path: str | Path) -> OpenBundle:
-    return OpenBundle(path)
+def open_bundle(path: str | Path, limits: Limits | None = None) -> OpenBundle:
+    return OpenBundle(path, limits)

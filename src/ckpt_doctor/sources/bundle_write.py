@@ -8,14 +8,14 @@
 <name>/<extra files>                      e.g. the recorder's older container instances
 ```
 
-Writing is atomic: an archive is written to a temporary file and renamed; a directory is filled
-under a temporary name and renamed. Nothing here redacts: the caller passes a redacted Snapshot.
+Writing is atomic and safe (safewrite): an archive is streamed to a temporary file from mkstemp beside it and
+moved into place; a directory is filled under a private temporary name (0700) and renamed. An existing output
+is replaced only with `force`. Nothing here redacts: the caller passes a redacted Snapshot.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import re
 import shutil
 import tarfile
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ckpt_doctor.errors import InputError
+from ckpt_doctor.safewrite import check_output, output_stream, replace_dir
 from ckpt_doctor.snapshot import LogRef, Snapshot
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
@@ -130,19 +131,21 @@ def bundle_files(snap: Snapshot, extra_files: Mapping[str, bytes] | None = None)
     return files
 
 
-def write_bundle(snap: Snapshot, out: str | Path, extra_files: Mapping[str, bytes] | None = None) -> Path:
-    """Write `snap` to `out` (`.tar.gz`/`.tgz`: an archive; anything else: a new directory)."""
+def write_bundle(
+    snap: Snapshot, out: str | Path, extra_files: Mapping[str, bytes] | None = None, force: bool = False
+) -> Path:
+    """Write `snap` to `out` (`.tar.gz`/`.tgz`: an archive; anything else: a new directory).
+
+    Through safewrite: an existing archive is replaced only with `force` (a symlink there is replaced itself,
+    never followed); a directory must be new or empty (with `force`, a symlink there is replaced).
+    """
     out = Path(out)
+    check_output(out, force, directory=not is_archive(out))  # before the bundle is built
     files = bundle_files(snap, extra_files)
-    if out.exists() and (out.is_file() or any(out.iterdir())) and not is_archive(out):
-        raise InputError("exists and is not empty; choose a new directory or a .tar.gz", str(out))
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError("the directory to write into does not exist", str(parent))
     if is_archive(out):
-        _write_archive(files, out, _root_name(out))
+        _write_archive(files, out, _root_name(out), force)
     else:
-        _write_dir(files, out)
+        _write_dir(files, out, force)
     return out
 
 
@@ -154,41 +157,36 @@ def _root_name(out: Path) -> str:
     return base if _SAFE.match(base) else "bundle"
 
 
-def _write_archive(files: dict[str, bytes], out: Path, root: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+def _write_archive(files: dict[str, bytes], out: Path, root: str, force: bool = False) -> None:
     now = time.time()
-    try:
-        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
-            dirs: set[str] = set()
-            for rel in sorted(files):
-                parts = rel.split("/")
-                for i in range(len(parts)):
-                    d = "/".join([root, *parts[:i]])
-                    if d not in dirs:
-                        dirs.add(d)
-                        info = tarfile.TarInfo(d)
-                        info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(now)
-                        tar.addfile(info)
-                data = files[rel]
-                info = tarfile.TarInfo(f"{root}/{rel}")
-                info.size, info.mode, info.mtime = len(data), 0o644, int(now)
-                tar.addfile(info, io.BytesIO(data))
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with output_stream(out, force, new_mode=0o600) as stream, tarfile.open(
+        fileobj=stream.file, mode="w:gz", compresslevel=6
+    ) as tar:
+        dirs: set[str] = set()
+        for rel in sorted(files):
+            parts = rel.split("/")
+            for i in range(len(parts)):
+                d = "/".join([root, *parts[:i]])
+                if d not in dirs:
+                    dirs.add(d)
+                    info = tarfile.TarInfo(d)
+                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(now)
+                    tar.addfile(info)
+            data = files[rel]
+            info = tarfile.TarInfo(f"{root}/{rel}")
+            info.size, info.mode, info.mtime = len(data), 0o644, int(now)
+            tar.addfile(info, io.BytesIO(data))
 
 
-def _write_dir(files: dict[str, bytes], out: Path) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+def _write_dir(files: dict[str, bytes], out: Path, force: bool = False) -> None:
+    parent = out.parent if str(out.parent) else Path(".")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))  # 0700: private until it is complete
     try:
         for rel, data in files.items():
             p = tmp / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(data)
-        if out.exists():
-            out.rmdir()  # empty (checked above)
-        os.replace(tmp, out)
+        replace_dir(tmp, out, force)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,238 +1,119 @@
-"""The one redactor for everything that leaves the cluster: objects, events, logs, bundle metadata.
+"""The one redactor for everything that leaves ckpt-doctor: bundles, every output format, reports, exports, errors.
 
-Three nets, applied in this order to every string:
+Public API (other faces call only this):
 
-1. **by name**: an env var (`{name, value}`), a map key or a command-line flag whose name looks like a
-   credential (`HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `db_password`, `--api-key`) has its value replaced,
-   whatever the value looks like;
-2. **by shape**: tokens with a recognisable format (HF `hf_…`, AWS `AKIA…`, GCP keys and service-account
-   private keys, Azure connection strings and SAS signatures, GitHub/GitLab/Slack/OpenAI/npm/PyPI tokens,
-   JWTs, bearer and basic credentials, `scheme://user:password@` URLs, kubeconfig key material) are
-   replaced wherever they occur (env values, args, ConfigMaps, annotations, event messages, log lines);
-3. **by assignment**: `password=…`, `api_key: …`, `--hf_token …` inside free text.
+- `Redactor(extra_patterns=(), enabled=True)`: `.text(str)`, `.bytes(bytes)`, `.obj(json_value)` return redacted
+  copies; `.snapshot(snap)` redacts a whole Snapshot in place (what `collect` writes); `.count` / `.counts` say how
+  many replacements of each kind were made; `.learn(obj)` remembers the credentials an object holds by name, so that
+  they are also replaced wherever they are repeated in free text (a log line that echoes `$DB_PASSWORD`).
+- `redact_text(s)`: one string through a default redactor (error lines, notes).
+- `redact_diagnosis(diag)`: a Diagnosis as it leaves, in place: evidence, details, reasons, notes (see
+  redact_findings); every renderer (text, json, markdown, sarif, junit), the app's export and `report` print it.
+- `RedactingStream(stream)`: a text stream whose every line is redacted (the CLI wraps stderr in it).
 
-Each replacement is `<redacted:KIND>` and is counted. Extra patterns (`--redact-pattern`) are regexes:
-the first group is replaced when the pattern has one, else the whole match.
+How it decides, in order (each replacement is `<redacted:KIND>` and counted):
+
+1. **by name** (objects): an env var `{name, value}`, a map key, a flag followed by its value in an args list, whose
+   name reads as a credential (`redact_names`: by word, not by a list of variables) has its value replaced whatever
+   it looks like; a `Secret`'s data always; the `*_id` fields of an object that also holds a secret field;
+2. **by shape and position** (every string, every log window: `redact_shapes`): key blocks, token formats, URLs
+   with userinfo, header lines, netrc, login commands, credential flags and assignments, credential JSON, and the
+   base64 and %-encoded forms of all of these;
+3. **known values**: a credential found by name, repeated anywhere in later text (log lines, event messages).
+
+All patterns are RE2 (linear time). `--redact-pattern` adds RE2 patterns of the user's: the first group when the
+pattern has one, else the whole match.
 """
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
-import re
 import threading
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TextIO
+
+import re2
 
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.snapshot import Gap, LogRef, Snapshot
+from ckpt_doctor.sources.redact_names import ambiguous_name, credential_position, looks_secret, sensitive_name
+from ckpt_doctor.sources.redact_shapes import MARK as _BMARK
+from ckpt_doctor.sources.redact_shapes import SHAPES, TRIGGERS, Context, Shape, harmless, login_spans, triggered
+
+if TYPE_CHECKING:
+    from ckpt_doctor.engine.walk import Diagnosis
+
+__all__ = [
+    "MARK",
+    "RedactingStream",
+    "Redactor",
+    "ambiguous_name",
+    "marker",
+    "redact_diagnosis",
+    "redact_svg",
+    "redact_text",
+    "sensitive_name",
+]
 
 MARK = "<redacted"
+MIN_KNOWN = 8  # shorter credentials are redacted where they stand, not searched for everywhere
 
 
 def marker(kind: str) -> str:
     return f"<redacted:{kind}>"
 
 
-# -- names that hold credentials ------------------------------------------------------------------------
-
-_SENSITIVE_LAST = frozenset(
-    {
-        "token",
-        "pass",
-        "password",
-        "passwd",
-        "passphrase",
-        "secret",
-        "apikey",
-        "credential",
-        "credentials",
-        "sas",
-        "pat",
-    }
-)
-_SENSITIVE_PAIRS = frozenset(
-    {
-        ("api", "key"),
-        ("access", "key"),
-        ("secret", "key"),
-        ("private", "key"),
-        ("account", "key"),
-        ("storage", "key"),
-        ("master", "key"),
-        ("encryption", "key"),
-        ("signing", "key"),
-        ("license", "key"),
-        ("connection", "string"),
-        ("client", "secret"),
-        ("auth", "key"),
-        ("sas", "url"),
-    }
-)
-_BENIGN_NAMES = frozenset(
-    {
-        "pad_token",
-        "eos_token",
-        "bos_token",
-        "unk_token",
-        "sep_token",
-        "cls_token",
-        "mask_token",
-        "max_token",
-    }
-)
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+def _bmarker(kind: str) -> bytes:
+    return b"<redacted:" + kind.encode("ascii") + b">"
 
 
-def _words(name: str) -> list[str]:
-    """`AWS_SECRET_ACCESS_KEY`, `hf-token`, `apiKey`, `client.secret` → lower-case words."""
-    out: list[str] = []
-    for part in re.split(r"[_\-.\s/]+", name):
-        out.extend(w.lower() for w in _WORD.findall(part))
-    return out
+def _custom(i: int, pattern: str) -> Shape:
+    try:
+        compiled = re2.compile(pattern.encode("utf-8"))
+    except re2.error as e:
+        raise InputError(
+            f"--redact-pattern #{i + 1} {pattern!r} is not a valid regular expression (RE2 syntax: no look-around "
+            f"or backreferences): {e}"
+        ) from None
+    group = 1 if compiled.groups else 0
+
+    def find(data: bytes, ctx: Context) -> Iterator[tuple[int, int]]:
+        for m in compiled.finditer(data):
+            s, e = m.span(group)
+            if s >= 0 and e > s:
+                yield s, e
+
+    return Shape("custom", b"", find)
 
 
-def sensitive_name(name: str) -> bool:
-    """True when a variable, key or flag named `name` holds a credential."""
-    bare = name.strip().lstrip("-").strip("\"'")
-    if not bare or bare.lower() in _BENIGN_NAMES:
+def _learnable(v: str) -> bool:
+    """Worth searching for elsewhere: long enough and not a word, path or placeholder."""
+    if len(v) < MIN_KNOWN or v.startswith(("/", MARK)) or harmless(v.encode("utf-8", "surrogatepass")):
         return False
-    words = _words(bare)
-    if not words:
-        return False
-    last = words[-1]
-    if last in _SENSITIVE_LAST:
-        return True
-    if last == "pwd" and len(words) > 1:  # DB_PWD, not the shell's PWD
-        return True
-    if len(words) >= 2 and (words[-2], last) in _SENSITIVE_PAIRS:
-        return True
-    return last in ("auth", "authorization") and len(words) <= 2
+    return looks_secret(v) or len(v) >= 12 or any(not c.isalpha() for c in v)
 
 
-# -- shapes ---------------------------------------------------------------------------------------------
+def _is_id_key(k: str) -> bool:
+    return len(k) > 2 and (k.endswith(("_id", "_ID", "-id", "Id")) or (k.endswith("ID") and not k.isupper()))
 
 
-@dataclass(frozen=True)
-class Pattern:
-    kind: str
-    rx: re.Pattern[str]
-    needles: tuple[str, ...]  # lower-case literals one of which must occur for the pattern to apply
-    group: int = 0  # 0: replace the whole match; n: replace group n only
-
-
-def _p(kind: str, rx: str, needles: Iterable[str], group: int = 0, flags: int = 0) -> Pattern:
-    return Pattern(kind, re.compile(rx, flags), tuple(needles), group)
-
-
-_ASSIGN_WORDS = (
-    r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|"
-    r"private[_-]?key|account[_-]?key|auth[_-]?key|client[_-]?secret|credentials?|connection[_-]?string|"
-    r"private[_-]?key[_-]?id|sas[_-]?token"
-)
-
-SHAPES: tuple[Pattern, ...] = (
-    _p(
-        "private-key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
-        ["private key-----"],
-        flags=re.S,
-    ),
-    _p("hf-token", r"\bhf_[A-Za-z0-9]{30,}", ["hf_"]),
-    _p(
-        "aws-access-key-id",
-        r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b",
-        ["akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa", "anva", "aroa", "apka"],
-    ),
-    _p("gcp-api-key", r"\bAIza[0-9A-Za-z_\-]{35,}", ["aiza"]),
-    _p("gcp-oauth-token", r"\bya29\.[0-9A-Za-z_\-]{20,}", ["ya29."]),
-    _p("google-client-secret", r"\bGOCSPX-[0-9A-Za-z_\-]{20,}", ["gocspx-"]),
-    _p("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", ["gh", "github_pat_"]),
-    _p("gitlab-token", r"\bgl(?:pat|dt|rt|cbt|ptt)-[A-Za-z0-9_\-]{20,}", ["gl"]),
-    _p("slack-token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", ["xox"]),
-    _p("slack-webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+", ["hooks.slack.com"]),
-    _p("openai-key", r"\bsk-(?:proj-|ant-(?:api\d+-)?|svcacct-)?[A-Za-z0-9_\-]{20,}", ["sk-"]),
-    _p("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", ["npm_"]),
-    _p("pypi-token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", ["pypi-"]),
-    _p("databricks-token", r"\bdapi[0-9a-f]{32}\b", ["dapi"]),
-    _p("stripe-key", r"\b(?:sk|rk)_live_[A-Za-z0-9]{20,}", ["_live_"]),
-    _p("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}", ["eyj"]),
-    _p(
-        "bearer-token",
-        r"(?i)\bbearer\s+((?=[A-Za-z0-9._~+/\-]*\d)[A-Za-z0-9._~+/\-]{8,}=*)",
-        ["bearer"],
-        group=1,
-    ),
-    _p(
-        "basic-auth",
-        r"(?i)\bauth(?:orization)?[\"']?\s*[:=]\s*[\"']?basic\s+([A-Za-z0-9+/]{8,}={0,2})",
-        ["basic"],
-        group=1,
-    ),
-    _p("url-credentials", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@\"'<>]+:([^/\s@\"'<>]+)@", ["://"], group=1),
-    _p(
-        "azure-key",
-        r"(?i)\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|SharedSecretValue)=([^;\s\"'<>]+)",
-        ["accountkey=", "sharedaccess", "sharedsecretvalue="],
-        group=1,
-    ),
-    _p("azure-sas", r"(?i)[?&]sig=([A-Za-z0-9%+/=\-_]{16,})", ["sig="], group=1),
-    _p(
-        "aws-presigned",
-        r"(?i)\bX-Amz-(?:Signature|Credential|Security-Token)=([^&\s\"'<>]+)",
-        ["x-amz-"],
-        group=1,
-    ),
-    _p(
-        "kubeconfig-key",
-        r"(?m)\b(?:client-key-data|client-certificate-data|id-token|refresh-token)[\"']?\s*:\s*[\"']?([^\s\"',}]+)",
-        ["client-key-data", "client-certificate-data", "id-token", "refresh-token"],
-        group=1,
-    ),
-    _p(
-        "docker-auth",
-        r"\"auth\"\s*:\s*\"([A-Za-z0-9+/=]{8,})\"",
-        ['"auth"'],
-        group=1,
-    ),
-    # --password hunter2, --hf_token=hf_..., -api-key 'x'
-    _p(
-        "secret-flag",
-        r"(?i)(?<![\w-])--?[\w.-]*?(?:" + _ASSIGN_WORDS + r")(?:=|[ \t]+)[\"']?([^\s\"'<>;&|]+)",
-        ["pass", "pwd", "secret", "token", "key", "credential", "connection"],
-        group=1,
-    ),
-    # password=..., api_key: ..., "client_secret": "...", HF_TOKEN=... (anchored on the word: fast; the rest of
-    # the name is found by looking back, see _assigned_name_is_secret)
-    _p(
-        "secret-assignment",
-        r"(?i)(?=[pstac])(?:" + _ASSIGN_WORDS + r")[\"']?[ \t]*[:=][ \t]*[\"']?([^\s\"',;&<>}\]]+)",
-        ["pass", "pwd", "secret", "token", "key", "credential", "connection"],
-        group=1,
-    ),
-)
-
-# values an assignment may have that are not secrets
-_HARMLESS = re.compile(
-    r"(?i)^(?:true|false|yes|no|on|off|null|none|nil|\d{1,6}|\*+|x+|\.\.\.|<[^>]*>|\$\{?[\w.]+\}?|\$\([\w.]+\)|"
-    r"\{\{.*\}\}|redacted|changeme)$"
-)
+def _file_like(k: str) -> bool:
+    """A ConfigMap data key that names a file (`train.py`, `credentials.json`): its content is text, not a value."""
+    stem, dot, ext = k.rpartition(".")
+    return bool(dot and stem and ext.isalnum() and len(ext) <= 8)
 
 
 class Redactor:
-    """Replaces credentials in strings, bytes, Kubernetes objects and whole Snapshots; counts replacements."""
+    """Replaces credentials in strings, bytes, JSON-shaped values and whole Snapshots; counts replacements."""
 
     def __init__(self, extra_patterns: Iterable[str] = (), enabled: bool = True) -> None:
         self.enabled = enabled
-        self.extra: list[Pattern] = []
-        for i, rx in enumerate(extra_patterns):
-            try:
-                compiled = re.compile(rx)
-            except re.error as e:
-                raise InputError(f"--redact-pattern #{i + 1} {rx!r} is not a valid regular expression: {e}") from None
-            self.extra.append(Pattern("custom", compiled, (), 1 if compiled.groups else 0))
+        self.extra: list[Shape] = [_custom(i, p) for i, p in enumerate(extra_patterns)]
         self.counts: Counter[str] = Counter()
+        self.known: set[bytes] = set()
         self._lock = threading.Lock()
 
     @property
@@ -243,100 +124,175 @@ class Redactor:
         with self._lock:
             self.counts[kind] += n
 
+    def _remember(self, value: str) -> None:
+        if _learnable(value):
+            b = value.encode("utf-8", "surrogatepass")
+            with self._lock:
+                self.known.add(b)
+
     # -- text -------------------------------------------------------------------------------------------
     def text(self, s: str) -> str:
+        """`s` with every credential replaced."""
         if not self.enabled or not s:
             return s
-        low = s.lower()
-        for pat in (*self.extra, *SHAPES):
-            if pat.needles and not any(n in low for n in pat.needles):
-                continue
-            new = self._apply(pat, s)
-            if new != s:  # only a replacement changes what later patterns' needles may find
-                s, low = new, new.lower()
-        return s
-
-    def _apply(self, pat: Pattern, s: str) -> str:
-        n = 0
-
-        def repl(m: re.Match[str]) -> str:
-            nonlocal n
-            if pat.group == 0:
-                if m.group(0).startswith(MARK):
-                    return m.group(0)
-                n += 1
-                return marker(pat.kind)
-            val = m.group(pat.group)
-            if val is None or val.startswith(MARK) or (pat.kind.startswith("secret-") and _HARMLESS.match(val)):
-                return m.group(0)
-            if pat.kind.startswith("secret-") and not _assigned_name_is_secret(m, pat.group):
-                return m.group(0)
-            n += 1
-            start, end = m.span(pat.group)
-            base = m.start(0)
-            whole = m.group(0)
-            return whole[: start - base] + marker(pat.kind) + whole[end - base :]
-
-        out = pat.rx.sub(repl, s)
-        if n:
-            self._add(pat.kind, n)
-        return out
+        data = s.encode("utf-8", "surrogatepass")
+        out, n = self._scan(data, 0, True)
+        return s if not n else out.decode("utf-8", "surrogatepass")
 
     def bytes(self, data: bytes) -> bytes:
         """Redact a log (any bytes: invalid UTF-8 passes through unchanged)."""
         if not self.enabled or not data:
             return data
-        text = data.decode("utf-8", errors="surrogateescape")
-        out = self.text(text)
-        return data if out == text else out.encode("utf-8", errors="surrogateescape")
+        out, n = self._scan(data, 0, True)
+        return out if n else data
+
+    def _scan(self, data: bytes, depth: int, count: bool) -> tuple[bytes, int]:
+        ctx = Context(depth, lambda d, dep: self._scan(d, dep, False))
+        hit = triggered(data)  # one pass tells which shapes can find anything; replacements only remove
+        total = 0
+        if not hit and not self.extra and not self.known:
+            return data, 0
+        for shape in [*self.extra, *(SHAPES[i] for i in sorted(hit))]:
+            new, n = self._apply(shape, data, ctx)
+            if n:
+                total += n
+                if count:
+                    self._add(shape.kind, n)
+                data = new
+        if self.known:
+            data, n = self._scrub_known(data)
+            if n:
+                total += n
+                if count:
+                    self._add("known", n)
+        return data, total
+
+    @staticmethod
+    def _apply(shape: Shape, data: bytes, ctx: Context) -> tuple[bytes, int]:
+        parts: list[bytes] = []
+        pos = n = 0
+        mark = _bmarker(shape.kind)
+        for hit in shape.find(data, ctx):
+            s, e = hit[0], hit[1]
+            if s < pos or e <= s or data.startswith(_BMARK, s):
+                continue
+            parts.append(data[pos:s])
+            parts.append(hit[2] if len(hit) == 3 else mark)  # type: ignore[misc]
+            pos = e
+            n += 1
+        if not n:
+            return data, 0
+        parts.append(data[pos:])
+        return b"".join(parts), n
+
+    def _scrub_known(self, data: bytes) -> tuple[bytes, int]:
+        n = 0
+        with self._lock:
+            known = sorted(self.known, key=len, reverse=True)
+        for k in known:
+            if k in data:
+                c = data.count(k)
+                data = data.replace(k, _bmarker("known"))
+                n += c
+        return data, n
 
     # -- objects ----------------------------------------------------------------------------------------
     def obj(self, value: Any) -> Any:
         """A redacted copy of a JSON-shaped value (a Kubernetes object, a list, a string)."""
         if not self.enabled:
             return value
-        return self._value(value, None)
+        return self._value(value, None, None)
 
-    def _value(self, v: Any, key: str | None) -> Any:
+    def learn(self, value: Any) -> None:
+        """Remember the credentials `value` holds by name (no copy is made): they are replaced in later text."""
+        if self.enabled:
+            self._learn(value, None, None, 0)
+
+    def _by_name(self, kind: str, v: str) -> str:
+        self._remember(v)
+        self._add(kind)
+        return marker(kind)
+
+    def _value(self, v: Any, key: str | None, parent: str | None) -> Any:
         if isinstance(v, dict):
-            return self._dict(v)
+            return self._dict(v, key)
         if isinstance(v, list):
             return self._list(v)
         if isinstance(v, str):
-            if key is not None and sensitive_name(key) and v and not v.startswith(MARK) and not _HARMLESS.match(v):
-                self._add("by-name")
-                return marker("by-name")
+            if key is not None and v and credential_position(key, v) and not self._harmless(v):
+                return self._by_name("by-name", v)
             return self._string(v)
         return v
 
-    def _dict(self, d: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _harmless(v: str) -> bool:
+        return harmless(v.encode("utf-8", "surrogatepass"))
+
+    def _dict(self, d: dict[str, Any], key: str | None) -> dict[str, Any]:
+        if d.get("kind") == "Secret" and isinstance(d.get("apiVersion"), str):
+            d = dict(d)
+            for field in ("data", "stringData"):
+                if isinstance(d.get(field), dict):
+                    d[field] = {k: self._by_name("secret-data", str(v)) for k, v in d[field].items()}
+        name = d.get("name")
+        env_name = name if isinstance(name, str) and "value" in d else None
+        holds_secret = any(isinstance(k, str) and isinstance(v, str) and sensitive_name(k) for k, v in d.items())
+        files = key in ("data", "binaryData", "stringData")
         out: dict[str, Any] = {}
-        env_name = d.get("name") if isinstance(d.get("name"), str) and "value" in d else None
         for k, v in d.items():
-            if k == "value" and env_name is not None and isinstance(v, str) and sensitive_name(env_name):
-                if v and not v.startswith(MARK):
-                    self._add("env")
-                    out[k] = marker("env")
+            if k == "value" and env_name is not None and isinstance(v, str):
+                if v and credential_position(env_name, v) and not self._harmless(v):
+                    out[k] = self._by_name("env", v)
                 else:
-                    out[k] = v
+                    out[k] = self._string(v)
                 continue
-            out[k] = self._value(v, k if isinstance(k, str) and not _is_reference_key(k) else None)
+            is_id = holds_secret and isinstance(k, str) and isinstance(v, str) and _is_id_key(k)
+            if is_id and v and not self._harmless(v):
+                out[k] = self._by_name("credential-json", v)
+                continue
+            kk = k if isinstance(k, str) and not (files and _file_like(k)) else None
+            out[k] = self._value(v, kk, key)
         return out
 
     def _list(self, items: list[Any]) -> list[Any]:
-        out: list[Any] = []
-        redact_next = False
-        for item in items:
-            if redact_next and isinstance(item, str) and item and not item.startswith(("-", MARK)):
+        out = [None] * len(items)
+        secret_at = self._list_secrets(items)
+        for i, item in enumerate(items):
+            hit = secret_at.get(i)
+            if hit is None:
+                out[i] = self._value(item, None, None)
+            elif hit == (0, -1):
+                out[i] = self._by_name("secret-flag", item)
+            else:
+                a, b = hit
+                self._remember(item[a:b])
                 self._add("secret-flag")
-                out.append(marker("secret-flag"))
-                redact_next = False
-                continue
-            redact_next = False
-            if isinstance(item, str) and item.startswith("-") and "=" not in item and sensitive_name(item):
-                redact_next = True
-            out.append(self._value(item, None))
+                out[i] = item[:a] + marker("secret-flag") + item[b:]
         return out
+
+    def _list_secrets(self, items: list[Any]) -> dict[int, tuple[int, int]]:
+        """Which items of an argument list are secrets: a flag's value, a login command's credential."""
+        found: dict[int, tuple[int, int]] = {}
+        strs = [i for i, x in enumerate(items) if isinstance(x, str)]
+        if len(strs) < 2:
+            return found
+        for i, j in itertools.pairwise(strs):
+            flag, nxt = items[i], items[j]
+            if j != i + 1 or not flag.startswith("-") or "=" in flag or not nxt or nxt.startswith(("-", MARK)):
+                continue
+            if not self._harmless(nxt) and credential_position(flag, nxt):
+                found[j] = (0, -1)
+        if any(isinstance(x, str) and x.lower() in TRIGGERS for x in items):
+            words = [x.encode("utf-8", "surrogatepass") if isinstance(x, str) else b"" for x in items]
+            for hit in login_spans(words):
+                if isinstance(hit, int):
+                    found.setdefault(hit, (0, -1))
+                else:
+                    idx, a, b = hit
+                    w = words[idx]
+                    start, end = len(w[:a].decode("utf-8", "replace")), len(w[:b].decode("utf-8", "replace"))
+                    found.setdefault(idx, (start, end))
+        return found
 
     def _string(self, s: str) -> str:
         t = s.strip()
@@ -346,12 +302,38 @@ class Redactor:
             except ValueError:
                 parsed = None
             if isinstance(parsed, dict | list):
-                before = self.count
-                red = self._value(parsed, None)
-                if self.count == before:
-                    return s
-                return json.dumps(red, separators=(",", ":"))
+                red = self._value(parsed, None, None)
+                return s if red == parsed else json.dumps(red, separators=(",", ":"))
         return self.text(s)
+
+    def _learn(self, v: Any, key: str | None, parent: str | None, depth: int) -> None:
+        if depth > 100:
+            return
+        if isinstance(v, dict):
+            if v.get("kind") == "Secret":
+                for field in ("data", "stringData"):
+                    for x in (v.get(field) or {}).values() if isinstance(v.get(field), dict) else ():
+                        self._remember(str(x))
+            name = v.get("name")
+            if isinstance(name, str) and isinstance(v.get("value"), str) and credential_position(name, v["value"]):
+                self._remember(v["value"])
+            files = key in ("data", "binaryData", "stringData")
+            for k, x in v.items():
+                if isinstance(x, str):
+                    named = isinstance(k, str) and k != "value" and not (files and _file_like(k))
+                    if named and x and credential_position(k, x) and not self._harmless(x):
+                        self._remember(x)
+                else:
+                    self._learn(x, k if isinstance(k, str) else None, key, depth + 1)
+        elif isinstance(v, list):
+            for i, j in self._list_secrets(v).items():
+                if j == (0, -1):
+                    self._remember(v[i])
+                else:
+                    self._remember(v[i][j[0] : j[1]])
+            for x in v:
+                if isinstance(x, dict | list):
+                    self._learn(x, None, key, depth + 1)
 
     # -- a whole snapshot -------------------------------------------------------------------------------
     def snapshot(self, snap: Snapshot) -> Snapshot:
@@ -359,12 +341,15 @@ class Redactor:
         if not self.enabled:
             return snap
         for o in snap.objects:
+            self.learn(o.raw)
+        for o in snap.objects:
             o.raw = self.obj(o.raw)
         for key, ref in list(snap.logs.items()):
             snap.logs[key] = self.log(ref)
         snap.meta = self.obj(snap.meta)
         # gap reasons quote server and transport errors: they leave the cluster too
         snap.not_collected = [Gap(g.what, self.text(g.reason)) for g in snap.not_collected]
+        snap.notes = [self.text(n) for n in snap.notes]
         return snap
 
     def log(self, ref: LogRef) -> LogRef:
@@ -375,24 +360,88 @@ class Redactor:
         return LogRef(ref.pod, ref.container, ref.previous, head=content, size=len(content), namespace=ref.namespace)
 
 
-def _is_reference_key(key: str) -> bool:
-    """Kubernetes fields that name a Secret rather than hold one (`secretName`, `secretRef`, …)."""
-    return key.lower().endswith(("name", "ref", "refs", "path", "file", "seconds", "id"))
-
-
-def _assigned_name_is_secret(m: re.Match[str], group: int) -> bool:
-    """The generic `name = value` / `--flag value` nets: only when the name itself looks like a credential."""
-    text, start = m.string, m.start(0)
-    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
-        start -= 1  # the whole name: `db_password`, `aws_secret_access_key`
-    name = text[start : m.start(group)]
-    name = re.split(r"[\"']?[ \t]*[:=]|[ \t]", name.strip(), maxsplit=1)[0].strip("\"' \t")
-    low = name.lower()
-    if low.endswith(("secretname", "secret_name", "secretref", "secretkeyref")):
-        return False
-    return sensitive_name(name)
-
-
 def redact_text(s: str) -> str:
     """One string through the default redactor (error lines, notes: every way out)."""
     return Redactor().text(s)
+
+
+def redact_diagnosis(diag: Diagnosis, redactor: Redactor | None = None) -> Diagnosis:
+    """The findings document as it leaves, redacted in place (idempotent, cheap: only what is quoted)."""
+    from ckpt_doctor.sources.redact_findings import redact_diagnosis as _impl
+
+    return _impl(diag, redactor or Redactor())
+
+
+_SVG_TEXT = re2.compile(r"(<text\b[^>]*>)([^<]*)(</text>)")
+
+
+def redact_svg(svg: str, diag: Diagnosis | None = None) -> str:
+    """A screenshot (Rich/Textual SVG) through the redactor: each text run is unescaped, redacted and escaped again.
+
+    With `diag`, the credentials its objects hold by name are replaced wherever they show (an object's YAML on
+    screen puts the name and the value in different runs: the value is still known).
+    """
+    import html
+
+    from ckpt_doctor.sources.redact_findings import learn_from, scope_objects
+
+    r = Redactor()
+    if diag is not None:
+        for o in scope_objects(diag):
+            learn_from(o, r)
+
+    def repl(m: Any) -> str:
+        text = html.unescape(m.group(2)).replace("\xa0", " ")
+        red = r.text(text)
+        if red == text:
+            return str(m.group(0))
+        return str(m.group(1)) + html.escape(red, quote=False).replace(" ", "&#160;") + str(m.group(3))
+
+    return str(_SVG_TEXT.sub(repl, svg))
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that passes every line through the redactor before the stream it wraps sees it.
+
+    Complete lines (and carriage-return updates of a progress line) are redacted and written at once; a partial
+    line waits for its end, or for `flush()`.
+    """
+
+    def __init__(self, stream: TextIO, redactor: Redactor | None = None) -> None:
+        super().__init__()
+        self._stream = stream
+        self._r = redactor or Redactor()
+        self._buf = ""
+        self._lock = threading.Lock()
+
+    def write(self, s: str) -> int:
+        with self._lock:
+            self._buf += s
+            cut = max(self._buf.rfind("\n"), self._buf.rfind("\r"))
+            if cut >= 0:
+                done, self._buf = self._buf[: cut + 1], self._buf[cut + 1 :]
+                self._stream.write(self._r.text(done))
+        return len(s)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._buf:
+                self._stream.write(self._r.text(self._buf))
+                self._buf = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self._stream, "isatty", lambda: False)())
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", "utf-8")
+
+    def writable(self) -> bool:
+        return True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
