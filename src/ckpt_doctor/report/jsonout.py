@@ -1,4 +1,4 @@
-"""The findings document of contracts.md §3."""
+"""The findings document of contracts.md §3, with the attempts timeline under `timeline` (diagnose only)."""
 
 from __future__ import annotations
 
@@ -8,4 +8,10 @@ from ckpt_doctor.engine.walk import Diagnosis
 
 
 def render(diag: Diagnosis) -> str:
-    return json.dumps(diag.to_json(), indent=2, ensure_ascii=False, default=str) + "\n"
+    doc = diag.to_json()
+    if diag.facts.mode == "diagnose":
+        from ckpt_doctor.facts.timeline import timeline_of
+        from ckpt_doctor.sources.redact import Redactor
+
+        doc["timeline"] = Redactor().obj(timeline_of(diag.facts).to_json())  # log lines leave with it
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
