@@ -68,7 +68,8 @@ class Fault:
     """An injected failure: matching requests answer ``status`` (``times`` times, or forever).
 
     ``resource`` is ``plural``, ``plural.group`` or ``plural/subresource`` (``pods/log``), as in RBAC:
-    ``pods`` does not cover ``pods/log``. A plural without a group matches every group.
+    ``pods`` does not cover ``pods/log``. A plural without a group matches every group. ``namespace=""``
+    matches only requests across all namespaces (what a namespace-scoped RoleBinding refuses).
     """
 
     verb: str | None = None
@@ -85,7 +86,9 @@ class Fault:
             fplural, _, fgroup = res.partition(".")
             if fplural != plural or fsub != (sub or "") or (fgroup and fgroup != group):
                 return False
-        wanted = ((self.verb, verb), (self.namespace, namespace), (self.name, name))
+        # namespace "" matches only requests across all namespaces (a cluster-wide list or watch)
+        wanted = ((self.verb, verb), (self.namespace, namespace if self.namespace != "" else namespace or ""),
+                  (self.name, name))
         return all(w is None or w == got for w, got in wanted)
 
 
@@ -190,6 +193,8 @@ class FakeKube:
                  server_version: str = "v1.33.1", history_size: int = 10_000) -> None:
         self.port, self.latency_ms, self.user, self.server_version = port, latency_ms, user, server_version
         self.watch_timeout = 1800.0  # seconds, for watches without timeoutSeconds
+        self.bookmark_interval: float | None = None  # seconds between BOOKMARKs on idle allowWatchBookmarks watches
+        self.watch_event_delay_ms = 0  # a slow watch: this long before each event is sent
         self.follow_timeout = 60.0  # seconds a ``follow=true`` log stream stays open
         self.requests: list[RequestRecord] = []
         self.errors: list[str] = []  # tracebacks of bugs in the fake itself (answered as 500)
@@ -211,6 +216,9 @@ class FakeKube:
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
         self._tempdirs: list[Path] = []
+        self._taps: list[queue.Queue[_Change]] = []  # in-process controllers' feeds of every change
+        # serves WebSocket upgrades (pods/exec): (handler, path, query with repeated keys) -> HTTP status
+        self.upgrade: Callable[[Any, str, dict[str, list[str]]], int] | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
@@ -348,6 +356,12 @@ class FakeKube:
         """Cut every watch stream abruptly once it has sent ``n_events`` events (None: never)."""
         self._drop_after = n_events
 
+    def end_watches(self) -> None:
+        """End every open watch stream cleanly (as an apiserver restart or a watch timeout does)."""
+        with self._lock:
+            for q in self._watchers:
+                q.put(None)
+
     def clear_faults(self) -> None:
         """Remove all faults and watch drops (``latency_ms`` is left as is)."""
         with self._lock:
@@ -362,6 +376,18 @@ class FakeKube:
     def reset_requests(self) -> None:
         with self._lock:
             self.requests.clear()
+
+    def tap(self) -> queue.Queue[_Change]:
+        """A queue that receives every later change (rv, type, store, new, old), for in-process controllers."""
+        q: queue.Queue[_Change] = queue.Queue()
+        with self._lock:
+            self._taps.append(q)
+        return q
+
+    def untap(self, q: queue.Queue[_Change]) -> None:
+        with self._lock:
+            if q in self._taps:
+                self._taps.remove(q)
 
     # ---- bundles ------------------------------------------------------------------------------------------
 
@@ -476,6 +502,8 @@ class FakeKube:
         for q, store in self._watchers.items():
             if store == change.store:
                 q.put(change)
+        for t in self._taps:
+            t.put(change)
 
     def _ensure_namespace(self, ns: str) -> None:
         rt = self._types[("", "v1", "namespaces")]
@@ -496,6 +524,12 @@ class FakeKube:
         url = urlsplit(h.path)
         path = "/" + url.path.strip("/")
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        if self.upgrade is not None and h.headers.get("Upgrade", "").lower() == "websocket":
+            code = self.upgrade(h, path, parse_qs(url.query, keep_blank_values=True))
+            with self._lock:
+                self.requests.append(RequestRecord(h.command, path, query, code))
+            h.close_connection = True
+            return
         body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
         try:
             code, payload = self._route(h.command, path, query, body, h.headers)
@@ -709,6 +743,7 @@ class FakeKube:
         timeout = _int(query.get("timeoutSeconds") or "0", "timeoutSeconds") or self.watch_timeout
         since = _int(query.get("resourceVersion") or "0", "resourceVersion")
         bookmark = not since and _truthy(query.get("sendInitialEvents"))
+        bookmarks = _truthy(query.get("allowWatchBookmarks"))
 
         def run(emit: Callable[[bytes], None]) -> None:
             sent, deadline, q = 0, time.monotonic() + timeout, queue.Queue[_Change | None]()
@@ -717,6 +752,8 @@ class FakeKube:
                 nonlocal sent
                 if self._drop_after is not None and sent >= self._drop_after:
                     raise _Dropped
+                if self.watch_event_delay_ms:
+                    time.sleep(self.watch_event_delay_ms / 1000)
                 emit(json.dumps({"type": etype, "object": obj}).encode() + b"\n")
                 sent += 1
                 if self._drop_after is not None and sent >= self._drop_after:
@@ -738,11 +775,21 @@ class FakeKube:
                 if bookmark:
                     meta = {"resourceVersion": str(start_rv), "annotations": {"k8s.io/initial-events-end": "true"}}
                     send("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta})
+                next_mark = time.monotonic() + (self.bookmark_interval or 0)
                 while not self._stopping.is_set() and (left := deadline - time.monotonic()) > 0:
+                    periodic = bookmarks and self.bookmark_interval
                     try:
-                        change = q.get(timeout=left)
+                        change = q.get(timeout=min(left, max(0.0, next_mark - time.monotonic())) if periodic else left)
                     except queue.Empty:
-                        break
+                        if not periodic or time.monotonic() >= deadline:
+                            break
+                        with self._lock:  # only when every change so far was sent: the bookmark skips none
+                            mark_rv = str(self._rv) if q.empty() else None
+                        if mark_rv is not None:
+                            send("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version,
+                                              "metadata": {"resourceVersion": mark_rv}})
+                        next_mark = time.monotonic() + (self.bookmark_interval or 0)
+                        continue
                     if change is None:
                         break
                     if event := self._classify(rt, change, select):

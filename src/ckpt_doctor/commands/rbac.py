@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ckpt_doctor.cli import add_cluster_flags
 from ckpt_doctor.errors import InputError
@@ -30,6 +31,7 @@ class Need:
     follow_only: bool = False
     optional: bool = False
     namespace: str | None = None  # a fixed namespace (the Trainer controller's), else the TrainJob's
+    when: str = ""  # drill only: the option that needs it (submit, kill, cordon, listing); "" = always
 
 
 def diagnose_needs() -> list[Need]:
@@ -57,13 +59,102 @@ def diagnose_needs() -> list[Need]:
 
 
 # What `ckpt-doctor drill` (playbooks/verify-resume.yaml) does to the cluster, on top of the diagnosis.
+# `when` names the drill option that needs it; those are optional for `rbac --check --drill`.
 DRILL: tuple[Need, ...] = (
     Need("trainer.kubeflow.org", "trainjobs", "patch", False, "suspend and resume the TrainJob; move it", "drill"),
-    Need("", "pods", "delete", False, "crash the trainer: delete its pod", "drill"),
-    Need("", "pods/exec", "create", False, "list the checkpoint directory; send SIGTERM to the trainer", "drill"),
+    Need("", "pods", "delete", False, "crash the trainer: delete its pod", "drill", when="delete"),
+    Need("", "pods/exec", "create", False, "send SIGTERM to the trainer (--crash=kill)", "drill",
+         optional=True, when="kill"),
+    Need("", "pods/exec", "create", False, "list the checkpoint directory", "drill", optional=True, when="listing"),
     Need("", "pods", "get", False, "follow the trainer pod through the drill", "drill"),
     Need("", "pods", "watch", False, "follow the trainer pod through the drill", "drill"),
+    Need("trainer.kubeflow.org", "trainjobs", "create", False, "submit the manifests", "drill",
+         optional=True, when="submit"),
+    Need("trainer.kubeflow.org", "trainjobs", "delete", False, "delete what it submitted", "drill",
+         optional=True, when="submit"),
+    *(
+        Need(g, r, v, False, why, "drill", optional=True, when="submit")
+        for g, r in (("trainer.kubeflow.org", "trainingruntimes"), ("", "persistentvolumeclaims"), ("", "configmaps"))
+        for v, why in (
+            ("create", "submit the manifests"),
+            ("delete", "delete what it submitted"),
+            ("list", "drill --cleanup: find what an interrupted drill created"),
+        )
+    ),
+    Need("trainer.kubeflow.org", "clustertrainingruntimes", "create", True, "submit a ClusterTrainingRuntime",
+         "drill", optional=True, when="submit-cluster"),
+    Need("trainer.kubeflow.org", "clustertrainingruntimes", "delete", True, "delete the one it submitted",
+         "drill", optional=True, when="submit-cluster"),
+    Need("", "nodes", "patch", True, "cordon and uncordon the old node (--cross-node=cordon)", "drill",
+         optional=True, when="cordon"),
 )
+
+
+def drill_needs(whens: set[str]) -> list[Need]:
+    """What one drill run needs: the diagnosis reads plus the drill needs its options call for (required)."""
+    out = [n for n in diagnose_needs() if not n.follow_only]
+    for n in DRILL:
+        if not n.when or n.when in whens:
+            out.append(Need(n.group, n.resource, n.verb, n.cluster, n.why, n.role, False, False, n.namespace, n.when))
+    return out
+
+
+def fleet_needs(emit_events: bool = False) -> list[Need]:
+    """What `diagnose -A` and `watch` read, across all namespaces (from sources/live/fleet.py FLEET_READS),
+    and with `emit_events` what the watcher's Events need."""
+    from ckpt_doctor.sources.live import TRAINER_DEPLOYMENT
+    from ckpt_doctor.sources.live.fleet import FLEET_READS
+
+    out: list[Need] = []
+    for r in FLEET_READS:
+        fixed = TRAINER_DEPLOYMENT[0] if r.kind.kind == "Deployment" else None
+        out += [Need(r.kind.group, r.resource, v, fixed is None, r.why, "fleet", optional=r.optional, namespace=fixed)
+                for v in r.verbs]  # fmt: skip
+    if emit_events:
+        out += [Need("", "events", v, True, "watch --emit-events: an Event on a TrainJob whose verdict changed",
+                     "fleet-events") for v in ("create",)]  # fmt: skip
+    return out
+
+
+def render_fleet(needs: list[Need], prefix: str = "ckpt-doctor") -> str:
+    """The ClusterRole of the fleet scan and the watcher (read-only), the optional Trainer-version Role, and
+    (with --emit-events) the ClusterRole that lets the watcher write Events."""
+    docs = [
+        _doc(
+            "ClusterRole",
+            f"{prefix}-fleet",
+            None,
+            [n for n in needs if n.role == "fleet" and n.namespace is None],
+            "ckpt-doctor diagnose -A / watch: read-only, every namespace; no Secrets",
+        )
+    ]
+    fixed = [n for n in needs if n.namespace]
+    for ns in sorted({str(n.namespace) for n in fixed}):
+        docs.append(
+            _doc(
+                "Role",
+                f"{prefix}-trainer-version",
+                ns,
+                [n for n in fixed if n.namespace == ns],
+                "optional: lets ckpt-doctor read the Trainer version from its controller's image tag",
+            )
+        )
+    events = [n for n in needs if n.role == "fleet-events"]
+    if events:
+        docs.append(
+            _doc(
+                "ClusterRole",
+                f"{prefix}-watch-events",
+                None,
+                events,
+                "ckpt-doctor watch --emit-events: WRITES Events on TrainJobs; bind it only with that flag",
+            )
+        )
+    bind = (
+        f"# Bind, e.g.: kubectl create clusterrolebinding {prefix}-fleet --clusterrole={prefix}-fleet "
+        "--serviceaccount=NAMESPACE:NAME (deploy/ does this for the watcher)\n"
+    )
+    return bind + "---\n" + "---\n".join(docs)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,6 +167,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "identity has and lists what is missing (exit 1 when something required is missing).",
     )
     p.add_argument("--drill", action="store_true", help="also print (or check) the Role the drill needs")
+    p.add_argument(
+        "--fleet",
+        action="store_true",
+        help="the ClusterRole of `diagnose -A` and `watch` instead (lists and watches across namespaces)",
+    )
+    p.add_argument("--emit-events", action="store_true", help="with --fleet: also what `watch --emit-events` writes")
     p.add_argument("--check", action="store_true", help="check the current identity instead of printing Roles")
     p.add_argument("--name-prefix", default="ckpt-doctor", metavar="PREFIX", help="prefix of the Role names")
     add_cluster_flags(p)
@@ -83,6 +180,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "fleet", False):
+        fleet = fleet_needs(args.emit_events)
+        if args.check:
+            return check(args, fleet)
+        sys.stdout.write(render_fleet(fleet, args.name_prefix))
+        return 0
     needs = diagnose_needs() + (list(DRILL) if args.drill else [])
     if args.check:
         return check(args, needs)
@@ -160,13 +263,23 @@ def render(needs: list[Need], namespace: str | None, prefix: str = "ckpt-doctor"
             )
         )
     drill = [n for n in needs if n.role == "drill"]
+    if [n for n in drill if n.cluster]:
+        docs.append(
+            _doc(
+                "ClusterRole",
+                f"{prefix}-drill-cluster",
+                None,
+                [n for n in drill if n.cluster],
+                "ckpt-doctor drill, optional: cordon a node (--cross-node=cordon), submit a ClusterTrainingRuntime",
+            )
+        )
     if drill:
         docs.append(
             _doc(
                 "Role",
                 f"{prefix}-drill",
                 namespace,
-                drill,
+                [n for n in drill if not n.cluster],
                 "ckpt-doctor drill: CHANGES the cluster (suspends, deletes pods); bind it only for the drill",
             )
         )
@@ -181,25 +294,31 @@ def render(needs: list[Need], namespace: str | None, prefix: str = "ckpt-doctor"
 # -- checking ---------------------------------------------------------------------------------------
 
 
-def check(args: argparse.Namespace, needs: list[Need]) -> int:
+def review(api: Any, needs: list[Need], namespace: str) -> list[tuple[Need, bool | str]]:
+    """Ask the cluster (SelfSubjectAccessReview) about every need: True, False, or why it could not tell."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ckpt_doctor.sources.live import Api, CallError, Kind, connect
-
-    cluster = connect(args.namespace, args.context, args.kubeconfig, args.request_timeout)
-    api = Api(cluster)
-    ns = cluster.namespace
+    from ckpt_doctor.sources.live import CallError, Kind
 
     def ask(n: Need) -> tuple[Need, bool | str]:
         plural, _, sub = n.resource.partition("/")
         kind = Kind("", n.group, "", plural, namespaced=not n.cluster)
         try:
-            return n, api.access_review(n.verb, kind, n.namespace or ns, sub or None)
+            return n, api.access_review(n.verb, kind, n.namespace or namespace, sub or None)
         except CallError as e:
             return n, f"{e.kind}: {e.message}"
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        answers = list(pool.map(ask, needs))
+        return list(pool.map(ask, needs))
+
+
+def check(args: argparse.Namespace, needs: list[Need]) -> int:
+    from ckpt_doctor.sources.live import Api, connect
+
+    cluster = connect(args.namespace, args.context, args.kubeconfig, args.request_timeout)
+    api = Api(cluster)
+    ns = cluster.namespace
+    answers = review(api, needs, ns)
     errors = [a for _, a in answers if isinstance(a, str)]
     if errors and len(errors) == len(answers):
         raise InputError(f"cannot check access on {cluster.server} (context {cluster.context}): {errors[0]}")

@@ -196,11 +196,12 @@ class Api:
         timeout: float | tuple[float, float] | None = None,
         stream: bool = False,
         method: str = "GET",
-        body: dict[str, Any] | None = None,
+        body: dict[str, Any] | list[Any] | None = None,
+        content_type: str = "application/json",
     ) -> Any:
         headers = {"Accept": "application/json, */*"}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         try:
             resp = self.cluster.client.call_api(
                 path,
@@ -363,6 +364,87 @@ class Api:
         }
         doc = _json(self._raw("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", method="POST", body=body))
         return bool((doc.get("status") or {}).get("allowed"))
+
+    # -- writes (only the drill writes; see drill/actions.py for who may be written) --------------------
+    def served(self, group: str, version: str) -> set[str]:
+        """The resource names (plurals, and plural/sub) a group version serves; CallError notfound if none."""
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        doc = _json(self._raw(path))
+        return {str(r.get("name")) for r in doc.get("resources") or [] if isinstance(r, dict)}
+
+    def create(self, kind: Kind, namespace: str | None, obj: dict[str, Any]) -> dict[str, Any]:
+        return _json(self._raw(kind.path(namespace), method="POST", body=obj))
+
+    def patch(
+        self, kind: Kind, name: str, namespace: str | None, body: dict[str, Any] | list[Any], patch_type: str = "merge"
+    ) -> dict[str, Any]:
+        """A merge patch (RFC 7386) or, with patch_type="json", a JSON patch (RFC 6902)."""
+        ctype = {"merge": "application/merge-patch+json", "json": "application/json-patch+json"}[patch_type]
+        return _json(self._raw(kind.path(namespace, name), method="PATCH", body=body, content_type=ctype))
+
+    def delete(self, kind: Kind, name: str, namespace: str | None, propagation: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation:
+            body["propagationPolicy"] = propagation
+        return _json(self._raw(kind.path(namespace, name), method="DELETE", body=body))
+
+    def exec(self, pod: str, namespace: str, container: str, command: Sequence[str], timeout: float = 30.0) -> tuple[
+        int | None, str
+    ]:
+        """Run `command` in a container (what `kubectl exec` does, over a WebSocket): (exit code, output).
+
+        The exit code is None when the command had not ended within `timeout` seconds."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.stream import stream
+
+        # a client of its own: `stream` swaps the request function of the client it is given
+        api = client.CoreV1Api(client.ApiClient(self.cluster.client.configuration))
+        try:
+            resp = stream(
+                api.connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                container=container,
+                command=list(command),
+                stderr=True,
+                stdin=False,
+                stdout=True,
+                tty=False,
+                _preload_content=False,
+                _request_timeout=self.timeout,
+            )
+        except ApiException as e:
+            text = str(e.reason or e)
+            m = re.search(r"Handshake status (\d{3})", text)
+            status = int(m.group(1)) if m else None
+            kind = {403: "forbidden", 404: "notfound", 401: "unauthorized"}.get(status or 0, "")
+            if not kind:
+                kind = "server" if status and status >= 500 else ("bad" if status else "unreachable")
+            raise CallError(kind, _short(e), status) from None
+        try:
+            resp.run_forever(timeout=timeout)
+            out = (resp.read_stdout() or "") + (resp.read_stderr() or "")
+            if resp.is_open():
+                return None, out
+            err = resp.read_channel(3) or ""
+        except Exception as e:
+            raise _call_error(e, self.timeout) from None
+        finally:
+            resp.close()
+        try:
+            status_doc = json.loads(err) if err else {}
+        except ValueError:
+            status_doc = {}
+        if not status_doc or status_doc.get("status") == "Success":
+            return 0, out
+        causes = ((status_doc.get("details") or {}).get("causes")) or []
+        code = next((c.get("message") for c in causes if isinstance(c, dict) and c.get("reason") == "ExitCode"), None)
+        message = str(status_doc.get("message") or "")
+        try:
+            return (int(code) if code is not None else 126), out + ("" if code else message)
+        except ValueError:
+            return 126, out + message
 
 
 def _end_stream(resp: Any) -> None:

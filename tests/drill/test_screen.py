@@ -1,0 +1,80 @@
+"""The drill screen of the app: the palette's "Start the verify drill" opens it on the live TrainJob; y confirms
+a change, s skips a step, a aborts (the cleanup runs, and the screen shows it)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+from ckpt_doctor.tui.app import DoctorApp
+from ckpt_doctor.tui.commands import DoctorCommands
+from ckpt_doctor.tui.screens.drill import DrillScreen
+from ckpt_doctor.tui.target import Target
+from tests.drill.scenarios import NAME, NS, correct
+from tests.tui.conftest import screen_text
+
+
+async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        if cond():
+            return
+    raise AssertionError("the screen never got there")
+
+
+async def test_drill_screen_confirm_skip_abort(make_cluster: Any) -> None:
+    c = make_cluster(correct())
+    c.seed()
+    before = c.state()
+    app = DoctorApp(Target(trainjob=f"{NS}/{NAME}", kubeconfig=str(c.kubeconfig), timeout=5.0))
+    app.drill_options = {"playbook": c.playbook}
+    async with app.run_test(size=(140, 40)) as pilot:
+        await until(pilot, lambda: app.view is not None)
+        names = [name for name, _cb, _help in DoctorCommands(app.screen)._commands()]  # type: ignore[arg-type]
+        assert "Start the verify drill" in names
+        app.action_drill()
+        await until(pilot, lambda: isinstance(app.screen, DrillScreen))
+        screen: DrillScreen = app.screen  # type: ignore[assignment]
+        await until(pilot, lambda: screen.asking is not None)
+        assert "delete the trainer pod" in screen.asking  # the crash, and its command on screen
+        assert "kubectl -n team-a delete pod" in screen_text(app)
+        await pilot.press("y")
+        await until(pilot, lambda: screen.asking is not None and "suspend" in screen.asking)
+        assert screen.states["crash"] == "passed"
+        await pilot.press("s")  # skip suspend-resume
+        await until(pilot, lambda: screen.asking is not None and screen.states.get("cross-node") == "running")
+        await pilot.press("a")
+        await until(pilot, lambda: not screen.running)
+        assert screen.states["suspend-resume"] == "skipped"
+        assert screen.states["cross-node"] == "stopped"
+        assert screen.states["cleanup"] == "passed"
+        assert screen.result.verdict == "stopped"
+        text = screen_text(app)
+        assert "verdict: stopped" in text or "stopped" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, DrillScreen)
+    assert c.state() == before
+
+
+async def test_leaving_a_running_drill_cleans_up(make_cluster: Any) -> None:
+    c = make_cluster(correct())
+    c.seed()
+    before = c.state()
+    app = DoctorApp(Target(trainjob=f"{NS}/{NAME}", kubeconfig=str(c.kubeconfig), timeout=5.0))
+    app.drill_options = {"playbook": c.playbook}
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.view is not None)
+        app.action_drill()
+        await until(pilot, lambda: isinstance(app.screen, DrillScreen))
+        screen: DrillScreen = app.screen  # type: ignore[assignment]
+        await until(pilot, lambda: screen.asking is not None)
+        await pilot.press("y")  # the crash runs
+        await until(pilot, lambda: screen.asking is not None and "suspend" in screen.asking)
+        await pilot.press("y")  # suspended; now quit while it waits for the pods to go
+        await pilot.press("q")
+    assert c.state() == before
