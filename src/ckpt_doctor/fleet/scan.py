@@ -1,0 +1,190 @@
+"""Diagnose many TrainJobs: every one of a fleet collection (live) or of a bundle, one outcome each.
+
+Collections and log reads run concurrently; diagnoses run one at a time (they are CPU-bound, and the
+program readers share their parsers), each on its own Snapshot, which is dropped once the outcome holds
+what the output needs (the row, and the rendered part of the requested format). A TrainJob that cannot
+be diagnosed is an outcome with the reason, never a silent omission.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ckpt_doctor.errors import InputError, InternalError
+from ckpt_doctor.fleet.summary import JobSummary, summarize
+from ckpt_doctor.pipeline import diagnose_snapshot
+from ckpt_doctor.scope import trainjobs
+from ckpt_doctor.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ckpt_doctor.engine.walk import Diagnosis
+    from ckpt_doctor.sources.live.fleet import FleetCollector, NamespaceError
+    from ckpt_doctor.sources.live.progress import Progress
+
+_DIAGNOSING = threading.Lock()  # one diagnosis at a time in the process (shared parsers; CPU-bound anyway)
+
+
+@dataclass
+class JobOutcome:
+    namespace: str
+    name: str
+    row: JobSummary | None = None
+    error: str | None = None  # why it could not be diagnosed
+    part: Any = None  # this job's piece of the requested output (json document, sarif run, junit suite)
+    exit: int = 0  # what `diagnose NS/NAME` would exit with (0, 1, or 4 with --strict)
+
+
+@dataclass
+class FleetResult:
+    source: str  # live | bundle
+    where: str  # what was scanned, in words
+    outcomes: list[JobOutcome] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how the scan read the cluster, what it could not
+    namespace_errors: list[NamespaceError] = field(default_factory=list)
+    location: str = ""  # the bundle's path (SARIF locations are relative to it)
+
+
+Part = Callable[["Diagnosis"], Any]
+
+
+def part_for(fmt: str | None) -> Part | None:
+    """What to keep of each diagnosis for output format `fmt` (None: only the row)."""
+    if fmt == "json":  # exactly the document `diagnose NS/NAME -o json` prints
+        import json
+
+        from ckpt_doctor.report.jsonout import render
+
+        return lambda d: json.loads(render(d))
+    if fmt == "sarif":
+        from ckpt_doctor.report.sarif import build
+
+        return lambda d: build(d)["runs"][0]
+    if fmt == "junit":
+        from ckpt_doctor.report.junit import build as junit
+
+        return lambda d: junit(d)[0]
+    return None
+
+
+class Diagnoser:
+    """Turns one Snapshot into one outcome, as `diagnose` would judge it."""
+
+    def __init__(
+        self,
+        version_flag: str | None = None,
+        signature_dirs: Sequence[Path] = (),
+        fmt: str | None = None,
+        fail_on: str = "warning",
+        strict: bool = False,
+    ) -> None:
+        self.version_flag = version_flag
+        self.signature_dirs = list(signature_dirs)
+        self.part = part_for(fmt)
+        self.fail_on = fail_on
+        self.strict = strict
+
+    def one(self, snap: Snapshot, namespace: str, name: str, wanted: str | None = None) -> JobOutcome:
+        """Diagnose TrainJob `wanted` (default NAMESPACE/NAME) of `snap`."""
+        out = JobOutcome(namespace, name)
+        notes, malformed = list(snap.notes), len(snap.coverage.malformed)
+        try:
+            with _DIAGNOSING:
+                target = wanted or f"{namespace}/{name}"
+                diag = diagnose_snapshot(snap, target, self.version_flag, self.signature_dirs)
+                out.row = summarize(diag)
+                out.part = self.part(diag) if self.part is not None else None
+                out.exit = diag.exit_code(self.fail_on, self.strict)
+        except InputError as e:
+            out.error = _clean(e.message)
+        except InternalError as e:
+            out.error = _clean(f"internal error: {e}; please report it")
+        finally:  # a bundle's snapshot is shared by its TrainJobs: what one diagnosis added is its own
+            snap.notes[:] = notes
+            del snap.coverage.malformed[malformed:]
+        return out
+
+
+def _clean(text: str) -> str:
+    from ckpt_doctor.sources.redact import redact_text
+
+    return redact_text(" ".join(text.split()))
+
+
+def scan_live(
+    fleet: FleetCollector,
+    diagnoser: Diagnoser,
+    workers: int = 8,
+    progress: Progress | None = None,
+    redact: bool = True,
+) -> FleetResult:
+    """List, prefetch, then collect (logs) and diagnose every TrainJob, `workers` at a time."""
+    from ckpt_doctor.sources.live.client import CallError
+    from ckpt_doctor.sources.live.fleet import _name, _ns
+    from ckpt_doctor.sources.redact import Redactor
+
+    tjs = fleet.trainjobs()
+    fleet.prefetch()
+    result = FleetResult("live", fleet.scope.describe(), namespace_errors=list(fleet.namespace_errors))
+    if progress is not None and tjs:
+        progress.stage(f"diagnosing {len(tjs)} TrainJobs", total=len(tjs))
+
+    def one(tj: dict[str, Any]) -> JobOutcome:
+        ns, name = _ns(tj) or "default", _name(tj)
+        try:
+            snap = fleet.snapshot(tj, fleet.collect(tj))
+            redactor = Redactor(enabled=redact)
+            redactor.snapshot(snap)
+            snap.meta["redactions"] = redactor.count
+            out = diagnoser.one(snap, ns, name)
+        except InputError as e:
+            out = JobOutcome(ns, name, error=_clean(e.message))
+        except CallError as e:  # the collector turns failures into gaps; this is one it could not
+            out = JobOutcome(ns, name, error=_clean(f"{e.kind}: {e.message}"))
+        finally:
+            if progress is not None:
+                progress.advance()
+        return out
+
+    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="ckpt-fleet-job") as pool:
+        result.outcomes = list(pool.map(one, tjs))
+    result.notes = list(dict.fromkeys(fleet.store.notes))
+    return result
+
+
+def scan_bundle(snap: Snapshot, diagnoser: Diagnoser, location: str = "") -> FleetResult:
+    """Every TrainJob of one bundle, each judged as `diagnose --bundle B --trainjob NS/NAME` would."""
+    result = FleetResult("bundle", location or snap.location, location=location or snap.location)
+    seen: dict[tuple[str, str], int] = {}
+    tjs = trainjobs(snap)
+    for t in tjs:
+        key = (t.namespace or "default", t.name)
+        seen[key] = seen.get(key, 0) + 1
+    done: set[tuple[str, str]] = set()
+    for t in tjs:
+        key = (t.namespace or "default", t.name)
+        if key in done:
+            continue
+        done.add(key)
+        if seen[key] > 1:
+            result.outcomes.append(
+                JobOutcome(*key, error=f"the bundle holds {seen[key]} different TrainJobs named {key[0]}/{key[1]}")
+            )
+            continue
+        result.outcomes.append(diagnoser.one(snap, *key, wanted=t.name if t.namespace is None else None))
+    result.notes = list(snap.notes)
+    return result
+
+
+def exit_code(result: FleetResult, strict: bool = False) -> int:
+    """1 when any TrainJob fails at or above --fail-on; else with --strict 4 when anything could not be
+    evaluated or read (a TrainJob, a namespace); else 0."""
+    if any(o.exit == 1 for o in result.outcomes):
+        return 1
+    if strict and (any(o.exit == 4 or o.error for o in result.outcomes) or result.namespace_errors):
+        return 4
+    return 0
