@@ -148,6 +148,8 @@ READER_FIRST = textwrap.dedent(
         close(self)
 
     source.BundleLoader.start, source.BundleLoader.close = probe_start, probe_close
+    import ckpt_doctor.commands.tui as tui_verb
+    tui_verb.need_terminal = lambda: None  # no terminal here: this probe stops before the app draws
     from ckpt_doctor.cli import main
 
     try:

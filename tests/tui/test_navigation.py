@@ -163,7 +163,7 @@ async def test_overview_tree_opens_yaml_and_pod_logs() -> None:
         node = tree.find_ref("Pod/team-a/sft-resumable-node-0-0-wgr2w")
         assert node is not None
         tree.move_cursor(node)
-        await pilot.press("l")
+        await pilot.press("L")
         await settle(pilot)
         assert isinstance(app.screen, LogsScreen)
         assert app.screen.entry.key[0] == "sft-resumable-node-0-0-wgr2w"

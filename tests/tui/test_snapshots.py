@@ -56,6 +56,12 @@ def test_timeline(snap_compare, size: tuple[int, int]) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
+def test_timeline_pods_gone(snap_compare, size: tuple[int, int]) -> None:
+    # the first attempt's pods and logs are gone: it is marked ?, and the rewind says its size is unknown
+    assert snap_compare(bundle_app("emptydir-fresh-start"), terminal_size=size, run_before=keys("3"))
+
+
+@pytest.mark.parametrize("size", SIZES)
 def test_logs(snap_compare, size: tuple[int, int]) -> None:
     # the evidence jump: the last step attempt 0 reached before SIGTERM, highlighted
     assert snap_compare(bundle_app(), terminal_size=size, run_before=keys("2", "e", "down", "enter"))
@@ -78,3 +84,26 @@ def test_overview_light_theme(snap_compare) -> None:
 
 def test_help(snap_compare) -> None:
     assert snap_compare(bundle_app(), terminal_size=(80, 24), run_before=keys("2", "question_mark"))
+
+
+def test_findings_light_theme(snap_compare) -> None:
+    # the highlighted finding and the selected evidence, in the light theme
+    assert snap_compare(bundle_app(), terminal_size=(100, 30), run_before=keys("ctrl+t", "2", "j", "e", "j"))
+
+
+def test_overview_no_color(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")  # read (and removed) when the app is made
+    assert snap_compare(bundle_app("rwo-multi-attach"), terminal_size=(100, 30), run_before=keys("j", "j", "j"))
+
+
+def test_findings_no_color(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(bundle_app(), terminal_size=(100, 30), run_before=keys("2", "j", "e", "j"))
+
+
+def test_describe(snap_compare) -> None:
+    assert snap_compare(bundle_app(), terminal_size=(100, 36), run_before=keys("j", "j", "j", "j", "d"))
+
+
+def test_logs_wrapped(snap_compare) -> None:
+    assert snap_compare(bundle_app(), terminal_size=(80, 24), run_before=keys("2", "e", "j", "enter", "w"))

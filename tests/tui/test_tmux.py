@@ -35,9 +35,8 @@ class Term:
         return self.tmux("capture-pane", "-p", "-t", "app", check=False).stdout
 
     def keys(self, *keys: str) -> None:
-        for k in keys:
-            self.tmux("send-keys", "-t", "app", k)
-            time.sleep(0.15)
+        """Typed at once, as a user types: the app keeps keys that come before a screen is ready."""
+        self.tmux("send-keys", "-t", "app", *keys)
 
     def wait(self, what: str | Callable[[str], bool], timeout: float = 20.0) -> str:
         test = (lambda s: what in s) if isinstance(what, str) else what

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags
 from ckpt_doctor.errors import InputError, UsageError
-from ckpt_doctor.tui.target import Target
+
+if TYPE_CHECKING:
+    from ckpt_doctor.tui.target import Target
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def target_from(args: argparse.Namespace) -> Target:
     """The app's Target from parsed flags (checked here, before the app takes the screen)."""
+    from ckpt_doctor.tui.target import Target
+
     if args.bundle and args.target:
         raise UsageError("give either a live TARGET or --bundle, not both")
     if args.trainjob and args.target:
@@ -63,8 +68,22 @@ def target_from(args: argparse.Namespace) -> Target:
     )
 
 
+def need_terminal() -> None:
+    """The app draws on a terminal and reads keys from it: without one it could never be quit."""
+    import sys
+
+    missing = [name for name, f in (("stdin", sys.stdin), ("stdout", sys.stdout)) if f is None or not f.isatty()]
+    if missing:
+        raise UsageError(
+            f"the interactive app needs a terminal, and {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not one; for scripts and pipes use "
+            "`ckpt-doctor diagnose` (-o json|markdown)"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     target = target_from(args)
+    need_terminal()
     from ckpt_doctor.tui.source import make_loader
 
     # A bundle's reader starts before Textual is imported: the fork copies a process that is still

@@ -102,11 +102,14 @@ class DoctorApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (40, "-tall")]
     BINDINGS = [
         Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("colon", "command_palette", "Cmds", key_display=":"),
+        # screens and the palette act when the key is read, not after the focused widget passed it
+        # on: keys typed right after them then reach the new screen (see Frame.on_key)
+        Binding("colon", "command_palette", "Cmds", key_display=":", priority=True),
         Binding("escape", "back", "Back", key_display="esc"),
         Binding("r", "refresh", "Refresh"),
         Binding("q", "quit", "Quit"),
-        *(Binding(key, f"goto('{name}')", label, show=False) for key, name, label, _ in SCREENS),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),  # as in k9s (Textual only hints)
+        *(Binding(key, f"goto('{name}')", label, show=False, priority=True) for key, name, label, _ in SCREENS),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
     ]
 
@@ -134,6 +137,7 @@ class DoctorApp(App[int]):
         self.refreshed_at = ""
         self._opened_first = False
         self._tabs: dict[str, Screen] = {}
+        self.crash_line = ""  # set by an unexpected error: printed once the terminal is restored
 
     # -- start -----------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -270,7 +274,18 @@ class DoctorApp(App[int]):
         self._subtitle()
         self._status()
         for s in self._ready_screens(DoctorScreen):
-            s.show_view(msg.view)
+            self.show_safely(s, msg.view)
+
+    def show_safely(self, screen: DoctorScreen, view: View) -> None:
+        """Give a screen the new diagnosis; a screen that cannot show it says so, the others go on."""
+        try:
+            screen.recover()
+            screen.show_view(view)
+        except Exception as e:
+            from ckpt_doctor.tui import crash
+
+            path = crash.write(e, f"showing the diagnosis on {type(screen).__name__}")
+            screen.show_broken(f"{type(e).__name__}: {e}", path)
 
     def _screens(self, cls: type) -> list[Any]:
         return [s for s in self.screen_stack if isinstance(s, cls)]
@@ -345,6 +360,14 @@ class DoctorApp(App[int]):
         else:
             self.push_screen(screen)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """In a text field, digits and `:` are text (the bindings above are priority ones)."""
+        if action in ("goto", "command_palette"):
+            from textual.widgets import Input
+
+            return not isinstance(self.focused, Input)
+        return True
+
     def action_goto(self, name: str) -> None:
         if name == "picker":
             if self._pop_to(PickerScreen) is None:
@@ -397,6 +420,37 @@ class DoctorApp(App[int]):
         from ckpt_doctor.tui.screens.object import ObjectScreen
 
         self.push_screen(ObjectScreen(ref, path))
+
+    def _selected_ref(self) -> str:
+        """The object the current screen has selected, else the TrainJob."""
+        pick = getattr(self.screen, "selected_ref", None)
+        ref = pick() if callable(pick) else ""
+        return ref or (f"TrainJob/{self.current}" if self.current else "")
+
+    def action_yaml(self) -> None:
+        ref = self._selected_ref()
+        if ref:
+            self.open_object(ref, "")
+        else:
+            self.notify("Pick a TrainJob first: enter on a row.", severity="warning")
+
+    def action_describe(self) -> None:
+        ref = self._selected_ref()
+        if ref:
+            self.open_describe(ref)
+        else:
+            self.notify("Pick a TrainJob first: enter on a row.", severity="warning")
+
+    def action_pods(self) -> None:
+        """`:pods`: the Overview, with the cursor on the first pod."""
+        self.action_goto("overview")
+        if isinstance(self.screen, OverviewScreen):
+            self.screen.select_kind("Pod")
+
+    def open_describe(self, ref: str) -> None:
+        from ckpt_doctor.tui.screens.describe import DescribeScreen
+
+        self.push_screen(DescribeScreen(ref))
 
     def jump(self, j: Jump) -> None:
         """Open what an evidence item cites."""
@@ -464,6 +518,15 @@ class DoctorApp(App[int]):
             self.auto = True
             self._subtitle()
 
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's variables, with cursors dark or light enough for their text to read
+        (Textual's dark cursor, white on mid blue, is 3.8:1; the app wants 4.5:1)."""
+        from ckpt_doctor.tui.widgets.tone import readable_variables
+
+        variables = readable_variables(super().get_css_variables())
+        self.theme_variables = variables
+        return variables
+
     # -- the rest --------------------------------------------------------------------------------
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
@@ -472,20 +535,36 @@ class DoctorApp(App[int]):
         if self.view is None or self.view.diag is None:
             self.notify("The diagnosis is still loading; try again in a moment.", severity="warning")
             return
-        from ckpt_doctor.report.markdown import render
+        from ckpt_doctor.report.incident import render_report, write_files
+        from ckpt_doctor.safewrite import WriteRefused, fresh_path
+        from ckpt_doctor.sources.redact import redact_diagnosis
 
         name = self.view.key.replace("/", "-")
-        path = self.export_dir / f"ckpt-doctor-{name}.md"
-        try:
-            path.write_text(render(self.view.diag))
-        except OSError as e:
-            self.notify(f"Could not write {path}: {e.strerror}", severity="error")
+        try:  # the same report as `ckpt-doctor report -o markdown --out FILE`, its chart beside it; a new file
+            path = fresh_path(self.export_dir / f"ckpt-doctor-{name}.md")
+            written = write_files(path, render_report(redact_diagnosis(self.view.diag), "markdown", path))
+        except WriteRefused as e:
+            self.notify(f"Could not write the report: {e}", severity="error")
             return
-        self.notify(f"Report written to {path}")
+        more = f" (+ {len(written) - 1} chart files)" if len(written) > 1 else ""
+        self.notify(f"Report written to {written[0].path} ({written[0].size} bytes){more}")
 
     def action_screenshot(self) -> None:
-        path = self.save_screenshot(path=str(self.export_dir))
-        self.notify(f"Screenshot saved to {path}")
+        from textual._files import generate_datetime_filename
+
+        from ckpt_doctor.safewrite import WriteRefused, fresh_path, write_output
+        from ckpt_doctor.sources.redact import redact_svg
+
+        diag = self.view.diag if self.view is not None else None
+        try:  # what is on screen may quote a credential: the SVG's text goes through the redactor
+            path = fresh_path(self.export_dir / generate_datetime_filename(self.title, ".svg", None))
+            written = write_output(path, redact_svg(self.export_screenshot(), diag))
+        except WriteRefused as e:
+            self.notify(f"Could not save the screenshot: {e}", severity="error")
+            return
+        self.notify(f"Screenshot saved to {written.path}")
+
+    drill_options: dict[str, Any] = {}  # extra drill Options (tests: a playbook with short timeouts)
 
     def drill_available(self) -> bool:
         import importlib.util
@@ -493,8 +572,7 @@ class DoctorApp(App[int]):
         return importlib.util.find_spec("ckpt_doctor.commands.drill") is not None
 
     def action_drill(self) -> None:
-        import subprocess
-        import sys
+        from ckpt_doctor.tui.screens.drill import DrillScreen
 
         t = self.target
         if not t.live or not self.current:
@@ -502,16 +580,31 @@ class DoctorApp(App[int]):
                 "The drill runs against a live cluster: start ckpt-doctor with NAMESPACE/NAME.", severity="warning"
             )
             return
-        args = [sys.executable, "-m", "ckpt_doctor", "drill", self.current]
-        for flag, value in (("--context", t.context), ("--kubeconfig", t.kubeconfig)):
-            if value:
-                args += [flag, value]
-        with self.suspend():
-            subprocess.run(args, check=False)
-            input("\nPress enter to return to ckpt-doctor…")
+        self.push_screen(DrillScreen(self.current, t.context, t.kubeconfig, t.timeout, **self.drill_options))
 
     def action_quit(self) -> None:  # type: ignore[override]
         self.exit(0)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Anything no widget caught ends the app: exit 3 and one line naming the log with the
+        traceback, never a traceback on the terminal."""
+        from ckpt_doctor.tui import crash
+
+        path = crash.write(error)
+        super()._handle_exception(error)  # stops the app (and lets test pilots re-raise)
+        self._return_code = 3
+        self._exit_renderables.clear()
+        self.crash_line = crash.one_line(error, path)
+
+    def _print_error_renderables(self) -> None:
+        """After the terminal is restored: the one line of a crash, written as is (not cut to the
+        terminal's width, so scripts can grep it)."""
+        super()._print_error_renderables()
+        if self.crash_line:
+            import sys
+
+            print(self.crash_line, file=sys.stderr, flush=True)
+            self.crash_line = ""
 
     def on_unmount(self) -> None:
         # stop the loader now, whoever made it: Textual waits for its worker threads before run()
@@ -522,8 +615,11 @@ class DoctorApp(App[int]):
 
 def run(target: Target, refresh_every: float | None, loader: Loader) -> int:
     """Run the app until it quits; `loader` (started by the caller) is closed on every way out."""
+    app = DoctorApp(target, refresh_every, loader=loader)
     try:
-        code = DoctorApp(target, refresh_every, loader=loader).run()
+        code = app.run()
     finally:
         loader.close()
+    if app.return_code:
+        return app.return_code
     return int(code or 0)

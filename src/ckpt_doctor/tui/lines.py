@@ -235,10 +235,14 @@ class FileLines(LineSource):
         return out
 
     def close(self) -> None:
-        try:
-            os.close(self._fd)
-        except OSError:
-            pass
+        """Idempotent: the view and the screen that keeps sources may both close one (a second
+        os.close could close a file opened since under the same number)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def source_for(ref: LogRef, title: str = "") -> LineSource:

@@ -28,6 +28,7 @@ HEALTH_MARK = {"bad": "✗", "warn": "▲", "ok": "●", "gone": "○", "info": 
 _HEALTH_RANK = {"info": 0, "ok": 1, "gone": 1, "warn": 2, "bad": 3}
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 COLLAPSE_OVER = 12  # a Job with more pods than this starts collapsed
+SMALL_JOB = 4  # with this many pods or fewer, every node starts open (a PVC's volume and class too)
 
 
 # -- records ------------------------------------------------------------------------------------
@@ -125,6 +126,16 @@ class AttemptView:
     t0: float | None = None  # epoch seconds
     t1: float | None = None
     running: bool = False
+    # from the timeline fact (facts/timeline.py): the chart and the table draw these
+    points: list[tuple[float | None, int, str, bool]] = field(default_factory=list)  # (t, step, kind, estimated)
+    inferred: str = ""  # known only by inference (pods gone): what from
+    label: str = ""  # a0, a1… (a? for a lost attempt whose number is not known)
+    drop: str = ""  # the rewind into this attempt: `↓ 1020 → 950, 70 steps lost`
+    lost: int | None = None  # steps lost at its start (None: not known, or no interruption before it)
+    behind_save: int | None = None  # how far behind the newest complete save it resumed
+    end_kind: str = ""  # facts.timeline.ENDINGS
+    log_line: int | None = None  # the line of its log that says how it began (enter opens it there)
+    log_text: str = ""
 
     @property
     def start_text(self) -> str:
@@ -132,6 +143,8 @@ class AttemptView:
             return f"resumed@{self.start_step}" if self.start_step is not None else "resumed"
         if self.start_kind == "fresh":
             return "fresh (step 0)"
+        if self.start_kind == "pending":
+            return "not started"
         return "unknown"
 
 
@@ -522,7 +535,7 @@ def _pvc_node(sc: Scope, claim: str) -> ObjNode:
     sco = sc.storageclasses.get(cls) if cls else None
     if sco is not None:
         node.children.append(ObjNode("StorageClass", sco.name, sco.ref(), "ok", str(sco.raw.get("provisioner") or "")))
-    node.expand = False
+    node.expand = node.health != "ok"  # a broken claim shows its volume and class at once
     return node
 
 
@@ -621,7 +634,7 @@ def build_tree(diag: Diagnosis) -> ObjNode:
         phealth, text = _pod_health(p)
         runs = sorted(runs_by_pod.get(p.name, []), key=lambda r: (r.attempt, not r.previous))
         extra = [x for x in (text, str(p.spec.get("nodeName") or ""), _run_note(runs)) if x]
-        pnode = ObjNode("Pod", p.name, p.ref(), phealth, " · ".join(extra), expand=False)
+        pnode = ObjNode("Pod", p.name, p.ref(), phealth, " · ".join(extra))
         pnode.children = [_pvc_node(sc, c) for c in _claims(p)]
         job = _owner_job(p, sc.jobs)
         if job is not None:
@@ -634,8 +647,13 @@ def build_tree(diag: Diagnosis) -> ObjNode:
                 jsnode.children.append(groups[gkey])
             parent = groups[gkey]
         parent.children.append(pnode)
+    small = len(sc.pods) <= SMALL_JOB
     for g in groups.values():
         g.expand = len(g.children) <= COLLAPSE_OVER
+        for pnode in g.children:
+            pnode.expand = g.expand  # a pod shows its claims unless its group is large
+            for claim in pnode.children:
+                claim.expand = claim.expand or small
     lost = len(h.later_runs()) == len(h.runs) if h.attempts else bool(h.earlier)
     if lost:
         from ckpt_doctor.report.evidence import describe
@@ -658,68 +676,53 @@ def build_tree(diag: Diagnosis) -> ObjNode:
         root.children.append(_pvc_node(sc, claim))
     for node in root.walk():
         _mark_cited(node, cited)
+        if node.kind == "PersistentVolumeClaim" and node.health != "ok":
+            node.expand = True  # cited or unbound: its volume and class in view
     if root.findings:
         root.note += f" · {len(root.findings)} failing rule{'s' if len(root.findings) != 1 else ''}"
     return root
 
 
 # -- attempts -----------------------------------------------------------------------------------
-def _primary(runs: list[Run]) -> Run:
-    from ckpt_doctor.facts.attempts import COMPLETION_INDEX  # built where the engine runs
-
-    with_log = [r for r in runs if r.log is not None]
-    pool = with_log or runs
-    return min(pool, key=lambda r: (r.pod.labels.get(COMPLETION_INDEX, "0") != "0", r.pod.name))
-
-
-def _ended(r: Run, running: bool) -> str:
-    if running:
-        return "running"
-    if r.exit_code is None and not r.reason:
-        return str(r.pod.status.get("phase") or "?")
-    code = f"exit {r.exit_code}" if r.exit_code is not None else ""
-    sig = {143: "SIGTERM", 137: "SIGKILL"}.get(r.exit_code or 0, "")
-    return " ".join(x for x in (code, f"({sig})" if sig else "", r.reason) if x)
-
-
 def build_attempts(diag: Diagnosis, now: float) -> list[AttemptView]:
-    h = diag.facts.history
+    """The attempts as the Timeline screen shows them, from the one timeline fact the report uses too."""
+    from ckpt_doctor.facts.timeline import epoch, timeline_of
+
+    tl = timeline_of(diag.facts)
     out = []
-    for i, a in enumerate(h.attempts):
-        r = _primary(a.runs)
-        kind, step, _ = r.start()
-        running = (
-            not r.previous
-            and not r.finished
-            and r.exit_code is None
-            and str(r.pod.status.get("phase") or "") in ("Running", "Pending", "")
-        )
-        t0 = parse_time(a.started)
-        ends = [parse_time(x.finished) for x in a.runs if x.finished]
-        t1 = max((t for t in ends if t is not None), default=None)
-        if t1 is None:
-            nxt = h.attempts[i + 1].started if i + 1 < len(h.attempts) else ""
-            t1 = parse_time(nxt) if nxt else (now if running else None)
-        saves = sorted({s for x in a.runs for s in [e.step for e in x.saves()] if s is not None})
-        last = max((x.last_step() for x in a.runs if x.last_step() is not None), default=None)
+    for pos, a in enumerate(tl.attempts):
+        into = tl.interruption_into(pos)
+        t0 = epoch(a.started)
+        t1 = epoch(a.ended) or (now if a.running or a.start == "pending" else None) or epoch(a.ended_by)
+        ended = a.end.text if a.end.kind not in ("running", "pending") else ("running" if a.running else "not started")
+        index = a.index if a.index is not None else -1 - pos  # a lost attempt without a number
         out.append(
             AttemptView(
-                index=a.index,
+                index=index,
                 how=a.how,
                 started=a.started,
-                finished=max((x.finished for x in a.runs if x.finished), default=""),
-                nodes=sorted({x.node for x in a.runs if x.node}),
-                pods=len({x.pod.name for x in a.runs}),
-                start_kind=kind,
-                start_step=step,
-                saves=saves,
-                last_step=last,
-                ended=_ended(r, running),
-                interrupted=not running and (r.ended_by_signal() or (r.exit_code or 0) != 0),
-                log=(r.pod.name, r.container, r.previous) if r.log is not None else None,
+                finished=a.ended or (a.ended_by and f"by {a.ended_by}") or "",
+                nodes=list(a.nodes),
+                pods=len(a.pods),
+                start_kind=a.start,
+                start_step=a.start_step,
+                saves=[s.step for s in a.saves],
+                last_step=a.last_step,
+                ended=ended,
+                interrupted=a.end.kind not in ("running", "pending", "completed", "unknown"),
+                log=a.start_log or a.log,
                 t0=t0,
                 t1=t1,
-                running=running,
+                running=a.running,
+                points=[(p.t, p.step, p.kind, p.estimated) for p in a.points],
+                inferred=a.inferred,
+                label=a.short,
+                drop=into.label if into is not None else "",
+                lost=into.steps_lost if into is not None else None,
+                behind_save=into.behind_save if into is not None else None,
+                end_kind=a.end.kind,
+                log_line=a.start_line if a.start_log else None,
+                log_text=a.start_text if a.start_log else "",
             )
         )
     return out

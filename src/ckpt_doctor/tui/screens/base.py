@@ -9,8 +9,10 @@ it data only when it is `ready`; `setup()` picks up whatever the app already has
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.lazy import Lazy
@@ -41,10 +43,32 @@ class Frame(Screen):
     """Header, banner, body, footer."""
 
     ready = False  # the body is mounted and set up: the app's data goes straight to it
+    PASS = frozenset({"escape", "ctrl+c", "ctrl+q"})  # never held back
 
     def __init__(self, lazy: bool = False) -> None:
         super().__init__()
         self.lazy = lazy
+        self._typed: list[tuple[str, str | None]] = []  # keys typed before the body was there
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys for the body typed before it exists (`2 e j enter` typed fast, on a loaded
+        machine) are kept and replayed once it is set up, instead of being lost; the app's own
+        keys (screens, quit, refresh) act at once."""
+        if self.ready or event.key in self.PASS or event.key in self.app._bindings.key_to_bindings:
+            return
+        self._typed.append((event.key, event.character))
+        event.stop()
+        event.prevent_default()
+
+    def _replay(self) -> None:
+        """One key at a time: each may move the focus (`e`), which the next one needs to find."""
+        if self._typed and self.is_current:
+            key, character = self._typed.pop(0)
+            self.app.post_message(events.Key(key, character))
+            self.call_after_refresh(self._replay)
+
+    def on_screen_suspend(self) -> None:
+        self._typed.clear()  # typed for a screen that was left before it could take them
 
     def compose(self) -> ComposeResult:
         yield Header(icon="✚")
@@ -62,6 +86,16 @@ class Frame(Screen):
         if self.lazy and self.focused is None:  # the screen's auto-focus ran before the body existed
             self.focus_next(self.AUTO_FOCUS or self.app.AUTO_FOCUS or "*")
         self.refresh_bindings()
+        if self._typed:
+            self.call_after_refresh(self._replay)
+
+    def focus_now(self, widget: Any) -> None:
+        """Move the focus before the next key is read (`Widget.focus()` waits a turn, and a key
+        typed right after `e` would go to the list it leaves)."""
+        if widget.is_mounted and widget.screen is self:
+            self.set_focus(widget)
+        else:
+            widget.focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The screen's own keys act on its body: shown dimmed, and ignored, until it is mounted
@@ -100,7 +134,7 @@ class DoctorScreen(Frame):
         """Show the diagnosis the app has, or why there is none (yet)."""
         app = self.doctor
         if app.view is not None:
-            self.show_view(app.view)
+            app.show_safely(self, app.view)
         elif app.error and not app.busy:
             self.show_failed(app.error)
         else:
@@ -115,6 +149,30 @@ class DoctorScreen(Frame):
 
     def show_failed(self, why: str) -> None:
         """Loading failed: the banner says why; screens may say more."""
+
+    def show_broken(self, why: str, log: Path | None) -> None:
+        """This screen could not show the diagnosis: say so on top of its body (the other screens
+        and the keys keep working)."""
+        from textual.content import Content
+
+        from ckpt_doctor.tui.widgets.guard import SafeStatic
+
+        where = f" (details in {log})" if log else ""
+        text = Content.styled(f"✗ This screen could not show the diagnosis: {why}{where}", "$text-error")
+        found = self.query("#broken")
+        if found:
+            found.first(SafeStatic).update(text)
+        else:
+            self.query_one("#body").mount(SafeStatic(text, id="broken"), before=0)
+
+    def recover(self) -> None:
+        """New data: let broken panels try again."""
+        from ckpt_doctor.tui.widgets.guard import Guarded
+
+        self.query("#broken").remove()
+        for w in self.query("*"):
+            if isinstance(w, Guarded):
+                w.recover()
 
     @property
     def doctor(self) -> Any:

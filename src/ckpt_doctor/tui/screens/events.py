@@ -11,6 +11,7 @@ from ckpt_doctor.tui.model import EventRow, View, clock
 from ckpt_doctor.tui.screens.base import DoctorScreen
 from ckpt_doctor.tui.screens.filtering import ListFilter
 from ckpt_doctor.tui.widgets.filterbar import FilterBar
+from ckpt_doctor.tui.widgets.guard import SafeStatic
 from ckpt_doctor.tui.widgets.rowtable import Cell, RowTable
 from ckpt_doctor.tui.widgets.tone import var
 
@@ -39,6 +40,7 @@ class EventsScreen(ListFilter, DoctorScreen):
     TAB = "events"
     BINDINGS = [
         Binding("w", "warnings", "Warnings only"),
+        Binding("d", "describe", "Describe"),
         *ListFilter.KEYS,
     ]
 
@@ -49,9 +51,9 @@ class EventsScreen(ListFilter, DoctorScreen):
         self.rows: list[EventRow] = []
 
     def body(self) -> ComposeResult:
-        yield Static(id="events-status")
+        yield SafeStatic(id="events-status")
         yield RowTable(COLUMNS, id="events")
-        yield Static(id="event-detail")
+        yield SafeStatic(id="event-detail")
         yield FilterBar("filter events (reason, object, message)…", id="filter")
 
     def show_view(self, view: View) -> None:
@@ -60,7 +62,7 @@ class EventsScreen(ListFilter, DoctorScreen):
         if self.wanted is not None and view.complete:
             self.select(*self.wanted)
             self.wanted = None
-        self.query_one("#events", RowTable).focus()
+        self.focus_now(self.query_one("#events", RowTable))
 
     def _fill(self) -> None:
         view = self.doctor.view
@@ -105,6 +107,23 @@ class EventsScreen(ListFilter, DoctorScreen):
                     return
         self.notify(f"Event {reason} on {ref} is not in the list (filtered out, or not collected).", severity="warning")
 
+    def selected_ref(self) -> str:
+        """The object of the highlighted event, as the snapshot keys it ("" when not in it)."""
+        from ckpt_doctor.tui.screens.findings import object_ref
+
+        view = self.doctor.view
+        if view is None or not self.rows:
+            return ""
+        r = self.rows[min(max(self.query_one("#events", RowTable).cursor, 0), len(self.rows) - 1)]
+        return object_ref(r.object, view.objects)
+
+    def action_describe(self) -> None:
+        ref = self.selected_ref()
+        if ref:
+            self.doctor.open_describe(ref)
+        elif self.rows:
+            self.notify("The object of this event is not in the snapshot.", severity="warning")
+
     def action_warnings(self) -> None:
         self.warnings_only = not self.warnings_only
         self._fill()
@@ -113,7 +132,7 @@ class EventsScreen(ListFilter, DoctorScreen):
         self._fill()
 
     def focus_list(self) -> None:
-        self.query_one("#events", RowTable).focus()
+        self.focus_now(self.query_one("#events", RowTable))
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.index < len(self.rows):

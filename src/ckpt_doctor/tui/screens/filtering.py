@@ -22,6 +22,7 @@ class ListFilter:
 
     KEYS = [Binding("slash", "filter", "Filter", key_display="/")]
     query_one: Any
+    focus_now: Any
 
     def refilter(self) -> None:
         raise NotImplementedError
@@ -53,6 +54,7 @@ class LineSearch:
         Binding("N", "match(True)", "Prev match", show=False),
     ]
     query_one: Any
+    focus_now: Any
 
     @property
     def searched(self) -> LineView:
@@ -71,7 +73,7 @@ class LineSearch:
     def on_filter_bar_closed(self, event: FilterBar.Closed) -> None:
         if event.cleared:
             self.searched.search("")
-        self.searched.focus()
+        self.focus_now(self.searched)
 
     def action_match(self, backward: bool) -> None:
         if self.searched.needle:

@@ -17,7 +17,19 @@ from ckpt_doctor.tui.model import STATUS_MARK, FindingView, View
 from ckpt_doctor.tui.screens.base import DoctorScreen
 from ckpt_doctor.tui.screens.filtering import ListFilter
 from ckpt_doctor.tui.widgets.filterbar import FilterBar
+from ckpt_doctor.tui.widgets.guard import SafeStatic
+from ckpt_doctor.tui.widgets.safelists import SafeOptionList
 from ckpt_doctor.tui.widgets.tone import SEVERITY_VAR, STATUS_VAR, var
+
+
+def object_ref(ref: str, objects: dict[str, Any]) -> str:
+    """`ref` as the snapshot keys it (`Kind//name` of a cluster object is `Kind/name`), or ""."""
+    if ref in objects:
+        return ref
+    parts = [p for p in ref.split("/") if p]
+    alt = "/".join(parts)
+    return alt if alt in objects else ""
+
 
 GROUPS = (("fail", "FAILED"), ("not_evaluated", "NOT EVALUATED"), ("pass", "PASSED"))
 STATUS_WORD = {"fail": "FAIL", "not_evaluated": "NOT EVALUATED", "pass": "PASS"}
@@ -29,6 +41,7 @@ class FindingsScreen(ListFilter, DoctorScreen):
         *ListFilter.KEYS,
         Binding("c", "copy_fix", "Copy fix"),
         Binding("e", "evidence", "Evidence"),
+        Binding("d", "describe", "Describe"),
     ]
 
     def __init__(self) -> None:
@@ -39,13 +52,13 @@ class FindingsScreen(ListFilter, DoctorScreen):
 
     def body(self) -> ComposeResult:
         with Horizontal(id="findings-body"):
-            yield OptionList(id="finding-list")
+            yield SafeOptionList(id="finding-list")
             with VerticalScroll(id="finding-detail"):
-                yield Static(id="finding-head")
-                yield Static("Evidence", classes="section", id="evidence-title")
-                yield OptionList(id="evidence")
-                yield Static(id="finding-fix")
-                yield Static(id="finding-graph")
+                yield SafeStatic(id="finding-head")
+                yield SafeStatic("Evidence", classes="section", id="evidence-title")
+                yield SafeOptionList(id="evidence")
+                yield SafeStatic(id="finding-fix")
+                yield SafeStatic(id="finding-graph")
         yield FilterBar("filter findings (rule, title, subject)…", id="filter")
 
     def show_view(self, view: View) -> None:
@@ -202,15 +215,37 @@ class FindingsScreen(ListFilter, DoctorScreen):
         if bar.value and not any(f.id == rule_id for f in self.shown):
             bar.value = ""
         self._fill(view, rule_id)
-        self.query_one("#finding-list", OptionList).focus()
+        self.focus_now(self.query_one("#finding-list", OptionList))
 
     # -- keys ------------------------------------------------------------------------------------
     def action_evidence(self) -> None:
         ev = self.query_one("#evidence", OptionList)
         if ev.option_count:
-            ev.focus()
+            self.focus_now(ev)
             if ev.highlighted is None:
                 ev.highlighted = 0
+
+    def action_describe(self) -> None:
+        """The object the highlighted evidence cites (an event's object too), else the finding's subject."""
+        view = self.doctor.view
+        if self.current is None or view is None:
+            return
+        ref = ""
+        ev = self.query_one("#evidence", OptionList)
+        if ev.has_focus and ev.highlighted is not None:
+            opt = ev.get_option_at_index(ev.highlighted)
+            item = self.current.evidence[int(opt.id[1:])] if opt.id else None
+            if item is not None and item.jump is not None:
+                ref = item.jump.ref or (f"Pod/{view.key.split('/')[0]}/{item.jump.log[0]}" if item.jump.log else "")
+        ref = object_ref(ref or self.current.subject, view.objects)
+        if ref:
+            self.doctor.open_describe(ref)
+        else:
+            self.notify("This names no object of the snapshot to describe.", severity="warning")
+
+    def selected_ref(self) -> str:
+        view = self.doctor.view
+        return object_ref(self.current.subject, view.objects) if self.current is not None and view is not None else ""
 
     def action_copy_fix(self) -> None:
         if self.current is not None:
@@ -222,4 +257,4 @@ class FindingsScreen(ListFilter, DoctorScreen):
             self._fill(self.doctor.view, self.current.id if self.current else None)
 
     def focus_list(self) -> None:
-        self.query_one("#finding-list", OptionList).focus()
+        self.focus_now(self.query_one("#finding-list", OptionList))

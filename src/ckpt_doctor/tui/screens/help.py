@@ -7,9 +7,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from ckpt_doctor.tui.screens import SCREENS
+from ckpt_doctor.tui.widgets.guard import SafeStatic
 from ckpt_doctor.tui.widgets.tone import var
 
 WIDGET_KEYS = (("enter", "open, jump"), ("tab", "next pane"), ("q", "Quit"))
@@ -33,7 +33,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll() as vs:
             vs.border_title = "ckpt-doctor · keys"
             vs.border_subtitle = "esc closes"
-            yield Static(self._text())
+            yield SafeStatic(self._text())
 
     def _text(self) -> Content:
         parts: list = [("Keys here", "bold")]

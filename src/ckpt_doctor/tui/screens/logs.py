@@ -3,6 +3,8 @@ search; follow in live mode. Only the lines on screen are read, so a huge log st
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
@@ -10,12 +12,13 @@ from textual.widgets import Select, Static
 
 from ckpt_doctor.facts.attempts import COMPLETION_INDEX
 from ckpt_doctor.snapshot import LogKey
-from ckpt_doctor.tui.lines import source_for
+from ckpt_doctor.tui.lines import LineSource, source_for
 from ckpt_doctor.tui.model import LogEntry, View
 from ckpt_doctor.tui.screens.base import DoctorScreen
 from ckpt_doctor.tui.screens.filtering import LineSearch
 from ckpt_doctor.tui.widgets.filterbar import FilterBar
-from ckpt_doctor.tui.widgets.lineview import LineView
+from ckpt_doctor.tui.widgets.guard import SafeStatic
+from ckpt_doctor.tui.widgets.lineview import LineView, Place
 from ckpt_doctor.tui.widgets.tone import var
 
 
@@ -37,17 +40,22 @@ class LogsScreen(LineSearch, DoctorScreen):
         Binding("left_square_bracket", "cycle(-1)", "Prev log", key_display="[", show=False),
         Binding("right_square_bracket", "cycle(1)", "Next log", key_display="]", show=False),
         Binding("f", "follow", "Follow"),
+        Binding("w", "wrap", "Wrap"),
     ]
+    KEPT = 16  # logs whose index (and open file) stay at hand: coming back is instant
 
     def __init__(self) -> None:
         super().__init__()
         self.wanted: tuple[LogKey, int | None, str] | None = None  # a log line to open once shown
         self.entry: LogEntry | None = None
         self._options: list[LogEntry] = []
+        # per log: its indexed source (kept for the KEPT last logs read) and where the reader was
+        self._sources: OrderedDict[LogKey, tuple[object, LineSource]] = OrderedDict()
+        self._places: dict[LogKey, Place] = {}
 
     def body(self) -> ComposeResult:
         yield Select([], id="which", allow_blank=True, prompt="choose a log", compact=True)
-        yield Static(id="logstatus")
+        yield SafeStatic(id="logstatus")
         yield LineView(id="log")
         yield FilterBar("search this log: enter finds the next match, n / N next / previous…", id="search")
 
@@ -110,13 +118,53 @@ class LogsScreen(LineSearch, DoctorScreen):
             )
             return
         same = self.entry is not None and self.entry.key == key
+        if self.entry is not None and not same:
+            self._places[self.entry.key] = self.lines.place()
         self.entry = entry
         sel = self.query_one("#which", Select)
         with self.prevent(Select.Changed):
             sel.value = self._options.index(entry) if entry in self._options else Select.BLANK
-        self.lines.set_source(source_for(entry.ref, entry.label), line=line, text=text, keep=keep and same)
-        self.lines.focus()
+        source, fresh = self._source(entry)
+        lv = self.lines
+        if same and not fresh:  # the log on screen again (a refresh, a jump): read what it gained
+            if line or text:
+                lv.set_source(source, line=line, text=text, keep=True, close_old=False)
+            if lv.follow:
+                lv.reindex()
+        elif same:  # the log on screen was collected again: the new reading replaces the old one
+            lv.set_source(source, line=line, text=text, keep=keep, close_old=True)
+        else:  # another log: where the reader left it, unless a line is asked for
+            place = None if (line or text) else self._places.get(key)
+            lv.set_source(source, line=line, text=text, place=place, close_old=False)
+        self.focus_now(lv)
         self._status()
+
+    def _source(self, entry: LogEntry) -> tuple[LineSource, bool]:
+        """The source of a log, kept with its index while its file is the same; (source, new?)."""
+        # a file is the same source as it grows (following reads on); windows are new when they change
+        ident = (entry.ref.path, None) if entry.ref.path is not None else (None, entry.ref.size)
+        kept = self._sources.get(entry.key)
+        if kept is not None and kept[0] == ident:
+            self._sources.move_to_end(entry.key)
+            return kept[1], False
+        if kept is not None:
+            self._drop(entry.key)
+        source = source_for(entry.ref, entry.label)
+        self._sources[entry.key] = (ident, source)
+        while len(self._sources) > self.KEPT:
+            oldest = next(iter(self._sources))
+            self._drop(oldest)
+        return source, True
+
+    def _drop(self, key: LogKey) -> None:
+        _, source = self._sources.pop(key)
+        if source is not self.lines.source:
+            source.close()
+
+    def on_unmount(self) -> None:
+        for _, source in self._sources.values():
+            source.close()
+        self._sources.clear()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if isinstance(event.value, int) and 0 <= event.value < len(self._options):
@@ -143,6 +191,8 @@ class LogsScreen(LineSearch, DoctorScreen):
             parts.append((" · indexing…", var("text-warning")))
         if lv.follow:
             parts.append((" · following", var("text-success")))
+        if lv.wrap:
+            parts.append((" · wrapped", var("text-accent")))
         if lv.needle:
             parts.append((f" · /{lv.needle}", var("text-accent")))
         if lv.message:
@@ -161,6 +211,10 @@ class LogsScreen(LineSearch, DoctorScreen):
             return
         i = self._options.index(self.entry) if self.entry in self._options else -1
         self.open(self._options[(i + delta) % len(self._options)].key)
+
+    def action_wrap(self) -> None:
+        self.lines.wrap = not self.lines.wrap
+        self._status()
 
     def action_follow(self) -> None:
         if self.doctor.view is None or self.doctor.view.source != "live":

@@ -11,6 +11,7 @@ from ckpt_doctor.tui.model import View
 from ckpt_doctor.tui.screens.base import DoctorScreen
 from ckpt_doctor.tui.screens.filtering import LineSearch
 from ckpt_doctor.tui.widgets.filterbar import FilterBar
+from ckpt_doctor.tui.widgets.guard import SafeStatic
 from ckpt_doctor.tui.widgets.lineview import LineView
 from ckpt_doctor.tui.widgets.tone import var
 from ckpt_doctor.tui.yamltext import locate, resolve, to_yaml
@@ -25,9 +26,12 @@ class ObjectScreen(LineSearch, DoctorScreen):
         self.ref, self.path = ref, path
 
     def body(self) -> ComposeResult:
-        yield Static(id="object-title")
+        yield SafeStatic(id="object-title")
         yield LineView(id="yaml", yaml=True)
         yield FilterBar("search this object…", id="search")
+
+    def selected_ref(self) -> str:
+        return self.ref
 
     def show_view(self, view: View) -> None:
         super().show_view(view)
@@ -53,4 +57,4 @@ class ObjectScreen(LineSearch, DoctorScreen):
                 )
         title.update(Content.assemble(*parts))
         lv.set_source(TextLines(lines, self.ref), line=line + 1 if line is not None else None, keep=lv.line_count > 0)
-        lv.focus()
+        self.focus_now(lv)

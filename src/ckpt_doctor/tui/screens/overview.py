@@ -11,6 +11,7 @@ from textual.content import Content
 from textual.widgets import Static, Tree
 
 from ckpt_doctor.tui.screens.base import DoctorScreen
+from ckpt_doctor.tui.widgets.guard import SafeStatic
 from ckpt_doctor.tui.widgets.objtree import ObjectTree
 from ckpt_doctor.tui.widgets.tone import HEALTH_VAR, var
 from ckpt_doctor.tui.widgets.verdict import VerdictPanel
@@ -23,16 +24,19 @@ class OverviewScreen(DoctorScreen):
     TAB = "overview"
     BINDINGS = [
         Binding("y", "yaml", "YAML"),
-        Binding("l", "logs", "Pod log"),
+        Binding("d", "describe", "Describe"),
+        Binding("L", "logs", "Pod log", key_display="L"),
         Binding("v", "open_verdict", "Verdict"),
     ]
+
+    wanted_kind = ""  # select the first node of this kind once the tree is shown
 
     def body(self) -> ComposeResult:
         yield VerdictPanel(id="verdict")
         with Horizontal(id="overview-body"):
             yield ObjectTree(id="tree")
             with VerticalScroll(id="detail"):
-                yield Static(id="detail-text")
+                yield SafeStatic(id="detail-text")
 
     def show_loading(self) -> None:
         self.query_one("#verdict", VerdictPanel).message(
@@ -50,6 +54,28 @@ class OverviewScreen(DoctorScreen):
         tree.auto_expand = False
         tree.show(view.tree)
         self._detail(view.tree)
+        if self.wanted_kind:
+            self.select_kind(self.wanted_kind)
+
+    def select_kind(self, kind: str) -> None:
+        """Put the cursor on the first object of `kind` (opening the nodes above it)."""
+        view = self.doctor.view
+        if not self.ready or view is None:
+            self.wanted_kind = kind
+            return
+        self.wanted_kind = ""
+        first = next((n for n in view.tree.walk() if n.kind == kind and n.ref), None)
+        tree = self.query_one("#tree", ObjectTree)
+        node = tree.find_ref(first.ref) if first is not None and first.ref else None
+        if node is None:
+            self.notify(f"No {kind} of this TrainJob in the snapshot.", severity="warning")
+            return
+        tree.move_cursor(node)
+        self.focus_now(tree)
+
+    def selected_ref(self) -> str:
+        n = self._selected()
+        return n.ref or "" if n is not None else ""
 
     def _selected(self) -> ObjNode | None:
         node = self.query_one("#tree", ObjectTree).cursor_node
@@ -86,13 +112,22 @@ class OverviewScreen(DoctorScreen):
                             (f"{c.get('type')}={c.get('status')}", "bold" if ok else ""),
                             (f" {c.get('reason') or ''}", var("foreground-muted")),
                         ]
-            parts += [("\n\nenter/y: YAML" + ("   l: logs" if n.kind == "Pod" else ""), var("foreground-muted"))]
+            parts += [
+                ("\n\nenter/y: YAML   d: describe" + ("   L: log" if n.kind == "Pod" else ""), var("foreground-muted"))
+            ]
         self.query_one("#detail-text", Static).update(Content.assemble(*parts))
 
     def action_yaml(self) -> None:
         n = self._selected()
         if n is not None and n.ref:
             self.doctor.open_object(n.ref, "")
+        else:
+            self.notify("This node is not an object in the snapshot.", severity="warning")
+
+    def action_describe(self) -> None:
+        n = self._selected()
+        if n is not None and n.ref:
+            self.doctor.open_describe(n.ref)
         else:
             self.notify("This node is not an object in the snapshot.", severity="warning")
 

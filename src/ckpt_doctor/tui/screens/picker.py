@@ -13,6 +13,8 @@ from ckpt_doctor.tui.screens.base import Frame
 from ckpt_doctor.tui.screens.filtering import ListFilter
 from ckpt_doctor.tui.widgets import tone
 from ckpt_doctor.tui.widgets.filterbar import FilterBar
+from ckpt_doctor.tui.widgets.guard import SafeStatic
+from ckpt_doctor.tui.widgets.safelists import SafeDataTable
 from ckpt_doctor.tui.widgets.tone import var
 
 if TYPE_CHECKING:
@@ -30,8 +32,8 @@ class PickerScreen(ListFilter, Frame):
         self.failed = False  # the listing failed: the banner says why
 
     def body(self) -> ComposeResult:
-        yield Static(id="picker-title")
-        yield DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        yield SafeStatic(id="picker-title")
+        yield SafeDataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         yield FilterBar("filter TrainJobs (name, state, verdict)…", id="filter")
 
     def setup(self) -> None:
@@ -78,7 +80,7 @@ class PickerScreen(ListFilter, Frame):
             except Exception:
                 keep = None
         table.clear()
-        shown = [r for r in self.rows if not needle or r.matches(needle)]
+        shown = self._matching(needle)
         for r in shown:
             table.add_row(*self._cells(r), key=r.key)
         if keep is not None:
@@ -98,6 +100,24 @@ class PickerScreen(ListFilter, Frame):
             )
         self.query_one("#picker-title", Static).update(title)
 
+    def _score(self, r: JobRow, needle: str) -> float:
+        """How well `needle` matches a row, fuzzily as the palette matches (`sftres` finds
+        `team-a/sft-resumable`), over the name, the state and the verdict; 0: not at all."""
+        from textual.fuzzy import FuzzySearch
+
+        fuzzy = self.__dict__.setdefault("_fuzzy", FuzzySearch())
+        return max(fuzzy.match(needle, text)[0] for text in (r.key, r.state, r.verdict))
+
+    def _matching(self, needle: str) -> list[JobRow]:
+        """The rows `needle` matches, best first (all of them, in order, without a needle)."""
+        if not needle:
+            return list(self.rows)
+        scored = [(-score, i, r) for i, r in enumerate(self.rows) if (score := self._score(r, needle)) > 0]
+        return [r for _, _, r in sorted(scored, key=lambda t: (t[0], t[1]))]
+
+    def _shown(self, row: JobRow, needle: str) -> bool:
+        return not needle or self._score(row, needle) > 0
+
     def update_row(self, row: JobRow) -> None:
         """One row's verdict arrived: change its cells in place (a refill per row would make the
         verdicts of N TrainJobs cost N² rows)."""
@@ -106,7 +126,7 @@ class PickerScreen(ListFilter, Frame):
                 self.rows[i] = row
                 needle = self.query_one("#filter", FilterBar).value.strip()
                 table = self.query_one("#jobs", DataTable)
-                was_shown, shown = row.key in table.rows, not needle or row.matches(needle)
+                was_shown, shown = row.key in table.rows, self._shown(row, needle)
                 if was_shown and shown:
                     for column, value in zip(self._columns, self._cells(row), strict=True):
                         table.update_cell(row.key, column, value, update_width=True)
@@ -122,4 +142,4 @@ class PickerScreen(ListFilter, Frame):
         self._fill()
 
     def focus_list(self) -> None:
-        self.query_one("#jobs", DataTable).focus()
+        self.focus_now(self.query_one("#jobs", DataTable))

@@ -15,7 +15,16 @@ COLUMNS = ("#", "how", "start", "lost", "last", "saves", "started", "ended", "no
 
 
 def lost_work(prev: AttemptView | None, a: AttemptView) -> tuple[str, str]:
-    """(text, tone) of the steps an attempt re-did compared with where the previous one got."""
+    """(text, tone) of the steps an attempt re-did compared with where the previous one got.
+
+    From the timeline fact when the view carries it (`a.drop`); else from the two views' steps."""
+    if a.drop:
+        if a.lost is None:
+            return ("?", "foreground-muted") if a.start_kind != "pending" else ("", "foreground")
+        if a.lost <= 0:
+            return "0", "success"
+        why = " (step 0)" if a.start_step == 0 else (" (older ckpt)" if a.behind_save else "")
+        return f"{a.lost}{why}", "error" if why else "warning"
     if prev is None or prev.last_step is None or a.start_step is None:
         return "", "foreground"
     lost = prev.last_step - a.start_step
@@ -58,7 +67,7 @@ class TimelineScreen(DoctorScreen):
         app = self.app
         for a in view.attempts:
             lost, lt = lost_work(prev, a)
-            when = clock(a.finished)[-8:]
+            when = clock(a.finished)[-8:] if a.finished and not a.finished.startswith("by ") else ""
             ended = Text(
                 " ".join(x for x in (when, a.ended) if x) if not a.running else "running",
                 style=tone.rich(app, "text-error" if a.interrupted else "foreground"),
@@ -75,14 +84,15 @@ class TimelineScreen(DoctorScreen):
                 ),
             )
             saves = ",".join(str(s) for s in a.saves[-4:]) + ("…" if len(a.saves) > 4 else "") if a.saves else "–"
+            name = a.label or f"a{a.index}"
             table.add_row(
-                Text(f"a{a.index}", style=tone.rich(app, "text-accent", bold=True)),
-                a.how,
+                Text(name + ("?" if a.inferred else ""), style=tone.rich(app, "text-accent", bold=True)),
+                a.how + (" (pods gone)" if a.inferred else ""),
                 start,
                 Text(lost, style=tone.rich(app, lt, bold=lt == "error")),
                 str(a.last_step) if a.last_step is not None else "?",
                 Text(saves),
-                clock(a.started),
+                clock(a.started) if a.started else ("?" if a.inferred else ""),
                 ended,
                 Text(", ".join(a.nodes) + (f" ({a.pods} pods)" if a.pods > 1 else "")),
                 key=str(a.index),
@@ -95,10 +105,10 @@ class TimelineScreen(DoctorScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         view = self.doctor.view
-        if view is None or event.row_key.value is None or not event.row_key.value.isdigit():
+        if view is None or event.row_key.value is None:
             return
-        a = next((x for x in view.attempts if x.index == int(event.row_key.value)), None)
+        a = next((x for x in view.attempts if str(x.index) == event.row_key.value), None)
         if a is None or a.log is None:
             self.notify("No log of this attempt in the snapshot.", severity="warning")
             return
-        self.doctor.open_log(a.log)
+        self.doctor.open_log(a.log, a.log_line, a.log_text)  # at the line that says how it began

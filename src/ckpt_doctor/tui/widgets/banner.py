@@ -6,8 +6,10 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from ckpt_doctor.tui.widgets.guard import Guarded
 
-class Banner(Static):
+
+class Banner(Guarded, Static):
     DEFAULT_CSS = """
     Banner {
         height: auto;

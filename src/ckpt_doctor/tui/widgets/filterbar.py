@@ -9,7 +9,8 @@ from textual.widgets import Input
 
 class FilterBar(Input):
     DEFAULT_CSS = """
-    FilterBar { dock: bottom; display: none; height: 1; border: none; padding: 0 1; background: $boost; }
+    FilterBar { dock: bottom; display: none; height: 1; padding: 0 1; background: $boost; }
+    FilterBar.-textual-compact, FilterBar.-textual-compact:focus { padding: 0 1; background: $boost; }
     FilterBar.-open { display: block; }
     """
     BINDINGS = [Binding("escape", "close", "Close", show=False)]
@@ -20,12 +21,14 @@ class FilterBar(Input):
             self.bar, self.cleared = bar, cleared
 
     def __init__(self, placeholder: str = "filter…", id: str | None = None) -> None:
-        super().__init__(placeholder=placeholder, id=id)
+        # compact: one row, no border, focused or not (a focused Input's tall border would leave a
+        # one-row bar no room for the text being typed)
+        super().__init__(placeholder=placeholder, id=id, compact=True)
         self.cursor_blink = False
 
     def open(self) -> None:
         self.add_class("-open")
-        self.focus()
+        self.screen.set_focus(self)  # now: the next key typed is the first of the filter
 
     @property
     def is_open(self) -> bool:

@@ -6,11 +6,12 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ckpt_doctor.tui.screens import SCREENS
+from ckpt_doctor.tui.widgets.guard import Guarded
 
 TABS = tuple((key, name, label) for key, name, label, _ in SCREENS if name != "picker")  # one TrainJob's screens
 
 
-class NavBar(Static):
+class NavBar(Guarded, Static):
     DEFAULT_CSS = """
     NavBar { height: 1; background: $panel; color: $foreground-muted; padding: 0 1; }
     """

@@ -19,12 +19,14 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ckpt_doctor.tui.widgets.guard import Guarded
+
 Cell = tuple[str, str]  # (text, tone: "" | ok | warn | bad | muted | strong)
 TONES = ("ok", "warn", "bad", "muted", "strong")
 MAX_WIDTH = 44  # a column wider than this is cut, except the last one
 
 
-class RowTable(ScrollView, can_focus=True):
+class RowTable(Guarded, ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"rowtable--header", "rowtable--cursor", *(f"rowtable--{t}" for t in TONES)}
     DEFAULT_CSS = """
     RowTable {
@@ -150,7 +152,9 @@ class RowTable(ScrollView, can_focus=True):
             i = scroll_y + y - 1
             if i >= len(self.rows):
                 return Strip.blank(width, base)
-            text = self._line(self.rows[i], base)
-            style = base + self._style("cursor") if i == self.cursor else base
+            on_cursor = i == self.cursor
+            # the cursor row in the cursor's colours: a tone's colour on it would not read
+            text = self._line([(c, "") for c, _ in self.rows[i]] if on_cursor else self.rows[i], base)
+            style = base + self._style("cursor") if on_cursor else base
         strip = Strip(text.render(self.app.console), text.cell_len)
         return strip.crop_extend(int(scroll_x), int(scroll_x) + width, None).apply_style(style)

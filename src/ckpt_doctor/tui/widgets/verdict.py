@@ -10,8 +10,8 @@ from typing import Any
 
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import Static
 
+from ckpt_doctor.tui.widgets.guard import SafeStatic
 from ckpt_doctor.tui.widgets.tone import SEVERITY_VAR, var
 
 
@@ -116,9 +116,9 @@ class VerdictPanel(Vertical):
         for h in ("bad", "warn", "ok"):
             self.set_class(h == health, f"-{h}")
         self.remove_children()
-        self.mount_all([Static(c, classes=cls) for c, cls in lines])
+        self.mount_all([SafeStatic(c, classes=cls) for c, cls in lines])
 
     def message(self, content: Content) -> None:
         """A single line instead of a verdict (loading, errors)."""
         self.remove_children()
-        self.mount(Static(content, classes="-wrap"))
+        self.mount(SafeStatic(content, classes="-wrap"))
