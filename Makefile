@@ -30,6 +30,7 @@ test: $(STAMP)
 
 docs: $(VENV)/.installed
 	$(BIN)/python -m ckpt_doctor.docs > docs/rules.md
+	$(BIN)/python -c "from ckpt_doctor.commands.rules import index_text; print(index_text(), end='')" > rules/index.json
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_diagnose.py

@@ -13,6 +13,12 @@ def test_rules_md_is_current() -> None:
     assert (ROOT / "docs" / "rules.md").read_text() == render(), "docs/rules.md is stale: run `make docs`"
 
 
+def test_rules_index_is_current() -> None:
+    from ckpt_doctor.commands.rules import index_text
+
+    assert (ROOT / "rules" / "index.json").read_text() == index_text(), "rules/index.json is stale: run `make docs`"
+
+
 def test_schema_copy_matches_contract() -> None:
     ours = json.loads((ROOT / "docs" / "findings.schema.json").read_text())
     if SHARED_SCHEMA.exists():

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ckpt_doctor.engine.model import SEVERITIES
+from ckpt_doctor.severity import SEVERITIES
 
 if TYPE_CHECKING:
     from ckpt_doctor.engine.walk import Diagnosis

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
-from ckpt_doctor.engine.catalogue import default_rules
-from ckpt_doctor.engine.checks import load_checks
-from ckpt_doctor.engine.graph import build_graph, to_dot, to_json, to_mermaid
 from ckpt_doctor.errors import UsageError
+
+INDEX = "index.json"  # `rules list` reads this summary of the catalogue (made by `make docs`)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, rules_cmd=None)
 
 
-def _rule_json(r) -> dict:
+def _rule_json(r: Any) -> dict[str, Any]:
     return {
         "id": r.id,
         "kind": r.kind,
@@ -42,20 +42,42 @@ def _rule_json(r) -> dict:
     }
 
 
+def index_text() -> str:
+    """rules/index.json: every rule of the catalogue as `rules list -o json` prints it."""
+    from ckpt_doctor.engine.catalogue import default_rules
+
+    return json.dumps([_rule_json(r) for r in default_rules()], indent=2) + "\n"
+
+
+def _listed() -> list[dict[str, Any]]:
+    """The catalogue's summary, read without loading the engine (a test keeps it current)."""
+    from ckpt_doctor.data import rules_dir
+
+    try:
+        return json.loads((rules_dir() / INDEX).read_text())
+    except (OSError, ValueError):  # an installation without it: read the catalogue itself
+        return json.loads(index_text())
+
+
 def run(args: argparse.Namespace) -> int:
-    rules = list(default_rules())
     cmd = args.rules_cmd or "list"
     out = sys.stdout
     if cmd == "list":
+        listed = _listed()
         if getattr(args, "output", "text") == "json":
-            out.write(json.dumps([_rule_json(r) for r in rules], indent=2) + "\n")
+            out.write(json.dumps(listed, indent=2) + "\n")
             return 0
-        width = max(len(r.id) for r in rules)
+        width = max(len(r["id"]) for r in listed)
         for kind in ("symptom", "cause"):
             out.write(f"{kind.upper()}S\n")
-            for r in sorted((r for r in rules if r.kind == kind), key=lambda r: r.id):
-                out.write(f"  {r.id:<{width}}  {r.severity:<8}  {r.title}\n")
+            for r in sorted((r for r in listed if r["kind"] == kind), key=lambda r: r["id"]):
+                out.write(f"  {r['id']:<{width}}  {r['severity']:<8}  {r['title']}\n")
         return 0
+    from ckpt_doctor.engine.catalogue import default_rules
+    from ckpt_doctor.engine.checks import load_checks
+    from ckpt_doctor.engine.graph import build_graph, to_dot, to_json, to_mermaid
+
+    rules = list(default_rules())
     if cmd == "show":
         r = next((r for r in rules if r.id == args.id), None)
         if r is None:

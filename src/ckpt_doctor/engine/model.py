@@ -5,15 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SEVERITIES = ("info", "warning", "error", "critical")
+from ckpt_doctor.severity import SEVERITIES, severity_rank
+
+__all__ = ["SEVERITIES", "severity_rank"]  # re-exported: the engine's vocabulary includes them
 STATUSES = ("fail", "pass", "not_evaluated")
 CONFIDENCE = {"high": 3, "medium": 2, "low": 1}
 NEEDS = ("trainjob", "runtime", "jobset", "pods", "events", "logs", "pvcs", "error-text", "checkpointing")
 MODES = ("diagnose", "lint", "explain-error")
-
-
-def severity_rank(s: str | None) -> int:
-    return SEVERITIES.index(s) if s in SEVERITIES else -1
 
 
 @dataclass(frozen=True)
