@@ -477,6 +477,15 @@ def _runs_of_deleted_pods(scope: Scope, kept: list[Run]) -> list[Run]:
     return out
 
 
+def _deleted_order(r: Run) -> tuple[str, int, int, str, bool]:
+    """When the deleted pods' logs came: by their first time stamp; without one, by what they say
+    (a fresh start before any resume, a resume from a lower step before one from a higher step,
+    since steps only grow across attempts), and only then by name (which is random)."""
+    kind, step, _ = r.start()
+    rank = {"fresh": 0, "resumed": 1}.get(kind, 2)
+    return (r.started or "", rank, step if isinstance(step, int) else 1 << 62, r.pod.name, r.previous)
+
+
 def _place_deleted(runs: list[Run]) -> None:
     """Give the runs of deleted pods a restart attempt: they came before the pods that are kept.
 
@@ -492,7 +501,7 @@ def _place_deleted(runs: list[Run]) -> None:
     kept = [r for r in runs if not r.inferred]
     oldest = min((r.restart_attempt for r in kept), default=0)
     slots: dict[str, int] = {}
-    order = sorted(deleted, key=lambda r: (r.started or "", r.pod.name, r.previous))
+    order = sorted(deleted, key=_deleted_order)
     slot_of: dict[int, int] = {}
     for r in order:
         idx = r.pod.labels.get(COMPLETION_INDEX, "0")
@@ -502,8 +511,11 @@ def _place_deleted(runs: list[Run]) -> None:
     for r in deleted:
         if oldest >= depth:  # room below the kept attempts: one restart attempt per slot
             r.restart_attempt = oldest - depth + slot_of[id(r)]
-        else:  # the same restart attempt as the kept pods, an earlier pod generation (suspend/resume)
-            r.restart_attempt = oldest
+        else:
+            # more deleted generations than attempts below the kept ones: the earliest fill the
+            # attempts that must have come first (0 … oldest-1), the later ones are earlier pod
+            # generations of the oldest kept attempt (a suspend/resume replaces pods, not attempts)
+            r.restart_attempt = min(slot_of[id(r)], oldest)
 
 
 def _unseen_attempts(h: History, runs: list[Run]) -> list[str]:
