@@ -47,3 +47,41 @@ def test_rules_list_says_what_the_catalogue_says(capsys: pytest.CaptureFixture[s
     assert main(["rules", "list", "-o", "json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [r["id"] for r in listed] == [r.id for r in default_rules()]
+
+
+def test_a_diagnosis_needs_no_networkx_when_the_index_matches_the_catalogue() -> None:
+    script = (
+        "import contextlib, io, sys\n"
+        "from ckpt_doctor.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['diagnose', '--bundle', 'examples/healthy-resume', '-o', 'json'])\n"
+        "print('networkx' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
+
+
+def test_the_stored_table_and_the_graph_give_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every example, walked with rules/index.json's table and with a graph built by networkx;
+    and with a stale digest the table is not trusted (the graph is built)."""
+    from ckpt_doctor.engine import walk
+    from ckpt_doctor.engine.catalogue import default_rules
+    from ckpt_doctor.engine.checks import load_checks
+    from ckpt_doctor.engine.graph import build_graph
+    from ckpt_doctor.pipeline import diagnose_snapshot
+    from ckpt_doctor.sources.bundle import open_bundle
+
+    assert walk._stored_explainer() is not None
+    g = build_graph(default_rules(), load_checks())
+
+    def shape(d: walk.Diagnosis) -> list[tuple[str, list[str], list[str]]]:
+        return [(e.symptom.rule.id, [c.rule.id for c in e.causes], e.unexplored) for e in d.verdict]
+
+    for example in sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir()):
+        with open_bundle(example) as snap:
+            stored = diagnose_snapshot(snap)
+            built = walk.evaluate(stored.facts, graph=g)
+        assert shape(stored) == shape(built), example.name
+        assert [f.rule.id for f in stored.latent] == [f.rule.id for f in built.latent], example.name
+    monkeypatch.setattr(walk, "default_digest", lambda: "stale")
+    assert walk._stored_explainer() is None

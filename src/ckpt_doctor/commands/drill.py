@@ -28,31 +28,70 @@ def register(sub: argparse._SubParsersAction) -> None:
         "130/143 stopped by Ctrl-C/SIGTERM.",
     )
     p.add_argument("target", nargs="?", metavar="[NAMESPACE/]TRAINJOB", help="a running TrainJob to attach to")
-    p.add_argument("--submit", nargs="+", metavar="MANIFEST", default=[],
-                   help="create these manifests (PVC, ConfigMap, runtime, TrainJob) and drill the TrainJob")
-    p.add_argument("--steps", action="append", default=[], metavar="ID[,ID…]",
-                   help="run only these steps (submit and cleanup always run)")
+    p.add_argument(
+        "--submit",
+        nargs="+",
+        metavar="MANIFEST",
+        default=[],
+        help="create these manifests (PVC, ConfigMap, runtime, TrainJob) and drill the TrainJob",
+    )
+    p.add_argument(
+        "--steps",
+        action="append",
+        default=[],
+        metavar="ID[,ID…]",
+        help="run only these steps (submit and cleanup always run)",
+    )
     p.add_argument("--skip", action="append", default=[], metavar="ID[,ID…]", help="leave these steps out")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the whole plan with its kubectl commands and change nothing (no write request)")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the whole plan with its kubectl commands and change nothing (no write request)",
+    )
     p.add_argument("-y", "--yes", action="store_true", help="do not ask before each change (unattended runs)")
     p.add_argument("--keep", action="store_true", help="keep what --submit created (the rest is still undone)")
-    p.add_argument("--cleanup", action="store_true",
-                   help="undo what interrupted drills left in the namespace (or of TRAINJOB), then exit")
-    p.add_argument("--crash", choices=("delete", "kill"), default="delete",
-                   help="how the crash step crashes the trainer: delete its pod (default) or kill PID 1 in it")
-    p.add_argument("--cross-node", choices=("selector", "cordon"), default="selector",
-                   help="move the trainer with a nodeSelector (default) or by cordoning its node (only when asked)")
+    p.add_argument(
+        "--cleanup",
+        action="store_true",
+        help="undo what interrupted drills left in the namespace (or of TRAINJOB), then exit",
+    )
+    p.add_argument(
+        "--crash",
+        choices=("delete", "kill"),
+        default="delete",
+        help="how the crash step crashes the trainer: delete its pod (default) or kill PID 1 in it",
+    )
+    p.add_argument(
+        "--cross-node",
+        choices=("selector", "cordon"),
+        default="selector",
+        help="move the trainer with a nodeSelector (default) or by cordoning its node (only when asked)",
+    )
     p.add_argument("--playbook", type=Path, metavar="FILE", help="another playbook (default: verify-resume)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report (one test case per step)")
     p.add_argument("--report", type=Path, metavar="FILE.md", help="also write a Markdown report")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text",
-                   help="json: print the drill's record on stdout (contracts.md §5)")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="json: print the drill's record on stdout (contracts.md §5)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="say why each step runs, and show the trainer's log")
-    p.add_argument("--trainer-version", type=trainer_version_arg, metavar="v2.x",
-                   help="the cluster's Trainer version, if it cannot be read")
-    p.add_argument("--signatures", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory of extra log signature files (repeatable)")
+    p.add_argument(
+        "--trainer-version",
+        type=trainer_version_arg,
+        metavar="v2.x",
+        help="the cluster's Trainer version, if it cannot be read",
+    )
+    p.add_argument(
+        "--signatures",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of extra log signature files (repeatable)",
+    )
     add_cluster_flags(p)
     p.set_defaults(func=run)
 

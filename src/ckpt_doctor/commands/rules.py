@@ -43,10 +43,20 @@ def _rule_json(r: Any) -> dict[str, Any]:
 
 
 def index_text() -> str:
-    """rules/index.json: every rule of the catalogue as `rules list -o json` prints it."""
-    from ckpt_doctor.engine.catalogue import default_rules
+    """rules/index.json: every rule as `rules list -o json` prints it, and what a diagnosis needs
+    of the rule graph (the causes that explain each symptom), computed here with networkx, for
+    the catalogue whose files have `digest` (a diagnosis checks it before it trusts the table)."""
+    from ckpt_doctor.engine.catalogue import default_digest, default_rules
+    from ckpt_doctor.engine.checks import load_checks
+    from ckpt_doctor.engine.graph import build_graph, explaining_table
 
-    return json.dumps([_rule_json(r) for r in default_rules()], indent=2) + "\n"
+    rules = default_rules()
+    index = {
+        "digest": default_digest(),
+        "rules": [_rule_json(r) for r in rules],
+        "explaining": explaining_table(build_graph(rules, load_checks())),
+    }
+    return json.dumps(index, indent=2) + "\n"
 
 
 def _listed() -> list[dict[str, Any]]:
@@ -54,9 +64,10 @@ def _listed() -> list[dict[str, Any]]:
     from ckpt_doctor.data import rules_dir
 
     try:
-        return json.loads((rules_dir() / INDEX).read_text())
+        index = json.loads((rules_dir() / INDEX).read_text())
     except (OSError, ValueError):  # an installation without it: read the catalogue itself
-        return json.loads(index_text())
+        index = json.loads(index_text())
+    return index["rules"]
 
 
 def run(args: argparse.Namespace) -> int:

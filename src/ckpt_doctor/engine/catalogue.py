@@ -124,3 +124,14 @@ def load_rules(directory: Path | None = None) -> list[Rule]:
 @cache
 def default_rules() -> tuple[Rule, ...]:
     return tuple(load_rules())
+
+
+@cache
+def default_digest() -> str:
+    """A digest of the catalogue's files: says whether rules/index.json was made from them."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(rules_dir().glob("*.yaml")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()

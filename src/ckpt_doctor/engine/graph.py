@@ -50,6 +50,12 @@ def explaining(g: nx.DiGraph, symptom: str) -> list[str]:
     return sorted(n for n in nx.ancestors(g, symptom) if g.nodes[n]["kind"] == "cause")
 
 
+def explaining_table(g: nx.DiGraph) -> dict[str, list[str]]:
+    """`explaining` for every symptom: what a diagnosis needs of the graph, stored in
+    rules/index.json for the default catalogue (see engine/walk.py)."""
+    return {n: explaining(g, n) for n in sorted(g.nodes) if g.nodes[n]["kind"] == "symptom"}
+
+
 def to_mermaid(g: nx.DiGraph) -> str:
     lines = ["graph LR"]
     for n, data in sorted(g.nodes(data=True)):

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from ckpt_doctor import __version__
-from ckpt_doctor.engine.catalogue import default_rules
+from ckpt_doctor.engine.catalogue import default_digest, default_rules
 from ckpt_doctor.engine.checks import load_checks
-from ckpt_doctor.engine.graph import build_graph, explaining
 from ckpt_doctor.engine.model import CONFIDENCE, Finding, Result, Rule, severity_rank, skip
 from ckpt_doctor.errors import InternalError
 from ckpt_doctor.facts.context import NEEDS_CLUSTER, Facts
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+Explainer = Callable[[str], list[str]]  # symptom id -> the causes with a path to it
 
 
 @dataclass
@@ -88,10 +91,42 @@ def _sort_key(f: Finding) -> tuple[Any, ...]:
     return (STATUS_ORDER[f.status], -severity_rank(f.rule.severity), 0 if f.rule.kind == "symptom" else 1, f.rule.id)
 
 
+def _stored_explainer() -> Explainer | None:
+    """The default catalogue's `explaining` table from rules/index.json, when it was made from the
+    catalogue as it is (its digest matches): a diagnosis then needs no graph built at run time,
+    nor networkx imported (a third of a small diagnosis's CPU). make docs writes the table with
+    networkx; tests keep it current."""
+    import json
+
+    from ckpt_doctor.data import rules_dir
+
+    try:
+        index = json.loads((rules_dir() / "index.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(index, dict) or index.get("digest") != default_digest():
+        return None
+    table = index.get("explaining")
+    if not isinstance(table, dict):
+        return None
+    return lambda symptom: list(table.get(symptom, []))
+
+
+def _explainer(rules: list[Rule] | None, checks: dict[str, Any], graph: nx.DiGraph | None) -> Explainer:
+    if graph is None and rules is None:
+        stored = _stored_explainer()
+        if stored is not None:
+            return stored
+    from ckpt_doctor.engine.graph import build_graph, explaining
+
+    g = graph if graph is not None else build_graph(rules if rules is not None else default_rules(), checks)
+    return lambda symptom: explaining(g, symptom)
+
+
 def evaluate(facts: Facts, rules: list[Rule] | None = None, graph: nx.DiGraph | None = None) -> Diagnosis:
-    rules = list(rules if rules is not None else default_rules())
     checks = load_checks()
-    g = graph if graph is not None else build_graph(rules, checks)
+    explain = _explainer(rules, checks, graph)
+    rules = list(rules if rules is not None else default_rules())
     results: dict[str, list[Result]] = {}
     for rule in rules:
         results[rule.id] = _run(rule, facts, checks)
@@ -110,7 +145,7 @@ def evaluate(facts: Facts, rules: list[Rule] | None = None, graph: nx.DiGraph | 
         findings = [f for f in findings if f.status == "fail"]
     findings.sort(key=_sort_key)
     diag = Diagnosis(facts, findings)
-    _walk(diag, g)
+    _walk(diag, explain)
     _check_consistency(diag)
     return diag
 
@@ -201,7 +236,7 @@ def _one_per_subject(res: list[Result]) -> list[Result]:
     return list(best.values())
 
 
-def _walk(diag: Diagnosis, g: nx.DiGraph) -> None:
+def _walk(diag: Diagnosis, explaining: Explainer) -> None:
     by_rule: dict[str, list[Finding]] = {}
     for f in diag.findings:
         by_rule.setdefault(f.rule.id, []).append(f)
@@ -210,7 +245,7 @@ def _walk(diag: Diagnosis, g: nx.DiGraph) -> None:
         if f.rule.kind != "symptom" or f.status != "fail":
             continue
         causes, unexplored = [], []
-        for cid in explaining(g, f.rule.id):
+        for cid in explaining(f.rule.id):
             fs = by_rule.get(cid, [])
             failing = [x for x in fs if x.status == "fail"]
             causes += failing

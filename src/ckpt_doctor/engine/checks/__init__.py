@@ -67,4 +67,3 @@ def snippet(text: str, start: int, end: int, before: int = 120, after: int = 120
 
 def text_ev(text: str, start: int, end: int) -> dict[str, Any]:
     return {"type": "text", "text": snippet(text, start, end)}
-
