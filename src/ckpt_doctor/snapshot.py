@@ -8,6 +8,7 @@ list of things that could not be collected and why.
 from __future__ import annotations
 
 import os
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -115,11 +116,65 @@ class Obj:
         return None
 
 
+class LogSpool:
+    """Many logs' bytes back to back in one anonymous temporary file, so that a collection holds none in memory.
+
+    The live collector appends each log as it is read (redacted first when the collection is redacted); a LogRef
+    then reads its windows from here. The file has no name (`tempfile.TemporaryFile`: unlinked at once), so it
+    is gone when the last LogRef using it is, or when the process ends, however it ends: nothing is left behind
+    on disk, even after a SIGKILL. It lives in the temporary directory ($TMPDIR).
+    """
+
+    def __init__(self, directory: str | None = None) -> None:
+        import tempfile  # only a live collection needs it
+
+        self._file = tempfile.TemporaryFile(prefix="ckpt-doctor-logs-", dir=directory)
+        self._fd = self._file.fileno()
+        self._end = 0
+        self._lock = threading.Lock()
+
+    def add(self, data: bytes) -> int:
+        """Append `data`; returns its offset."""
+        with self._lock:
+            at = self._end
+            view = memoryview(data)
+            while view:
+                n = os.pwrite(self._fd, view, at + len(data) - len(view))
+                view = view[n:]
+            self._end += len(data)
+        return at
+
+    def read(self, offset: int, n: int) -> bytes:
+        parts: list[bytes] = []
+        got = 0
+        while got < n:
+            chunk = os.pread(self._fd, n - got, offset + got)
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    @property
+    def size(self) -> int:
+        return self._end
+
+
+class WindowsNotKept(RuntimeError):
+    """A log scanned as it was read (live diagnose) was asked for its bytes, or scanned with other signatures."""
+
+
 class LogRef:
     """One container log (current or previous instance), read through bounded windows.
 
     Facts only ever need the head and the tail of a log, so a reader never loads a whole
     multi-gigabyte file: cost grows with the number of logs, not with their size.
+
+    Where the bytes are: a file (`path`: a bundle's log, read by seeking), memory (`head`, and `tail` when the
+    middle was skipped), a LogSpool (`spool`, at `offset`, `size` bytes: the windows of a live collection), or
+    nowhere: a log that live `diagnose` read through the log scanner as it arrived keeps only what the scanner
+    found (`scanned`: the signatures and windows it was read with, and the LogSummary), which `scanned_with`
+    hands back to the scanner (facts.logs.scan_log) instead of reading it again.
     """
 
     def __init__(
@@ -132,6 +187,10 @@ class LogRef:
         tail: bytes | None = None,
         size: int | None = None,
         namespace: str | None = None,
+        *,
+        spool: LogSpool | None = None,
+        offset: int = 0,
+        scanned: tuple[tuple[Any, int, int], Any] | None = None,
     ) -> None:
         self.pod = pod
         self.container = container
@@ -141,6 +200,9 @@ class LogRef:
         self._tail = tail
         self._size = size
         self.namespace = namespace
+        self._spool = spool
+        self._offset = offset
+        self._scanned = scanned
 
     @property
     def size(self) -> int | None:
@@ -148,10 +210,25 @@ class LogRef:
             return os.path.getsize(self.path)
         return self._size
 
+    @property
+    def kept(self) -> bool:
+        """Whether the bytes of the log are here to read (False: only what the log scanner found in them)."""
+        return self.path is not None or self._spool is not None or self._head is not None or self._scanned is None
+
+    def _gone(self) -> WindowsNotKept:
+        return WindowsNotKept(
+            f"the log of {self.pod}/{self.container} was read through the log scanner as it arrived and its "
+            "windows were not kept: only the scanner's findings are"
+        )
+
     def read_head(self, limit: int) -> bytes:
         if self.path is not None:
             with open(self.path, "rb") as f:
                 return f.read(limit)
+        if self._spool is not None:
+            return self._spool.read(self._offset, min(limit, self._size or 0))
+        if not self.kept:
+            raise self._gone()
         return (self._head or b"")[:limit]
 
     def read_tail(self, limit: int) -> bytes:
@@ -162,6 +239,12 @@ class LogRef:
                 end = f.tell()
                 f.seek(max(0, end - limit))
                 return f.read(limit)
+        if self._spool is not None:
+            size = self._size or 0
+            n = min(limit, size)
+            return self._spool.read(self._offset + size - n, n)
+        if not self.kept:
+            raise self._gone()
         data = self._tail if self._tail is not None else (self._head or b"")
         return data[-limit:]
 
@@ -171,6 +254,27 @@ class LogRef:
         if size is not None:
             return size <= limit
         return self._tail is None
+
+    def scanned_with(self, sigs: Any, head: int, tail: int) -> Any | None:
+        """The LogSummary the scanner made of this log as it was read, if it read it with these signatures and
+        windows; None when the log was not read that way (its bytes are here: scan them)."""
+        if self._scanned is None:
+            return None
+        (with_sigs, with_head, with_tail), summary = self._scanned
+        if with_head == head and with_tail == tail and (with_sigs is sigs or with_sigs == sigs):
+            return summary
+        if not self.kept:  # read with other signatures, and nothing left to read again
+            raise WindowsNotKept(f"the log of {self.pod}/{self.container} was scanned with other signatures")
+        return None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A spooled log travels (pickled: the app's reader process) with its bytes: the spool stays here."""
+        state = dict(self.__dict__)
+        if self._spool is not None:
+            state["_head"] = self.read_head(self._size or 0)
+            state["_spool"] = None
+            state["_offset"] = 0
+        return state
 
     def __repr__(self) -> str:
         prev = ".previous" if self.previous else ""

@@ -50,8 +50,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.target:
             raise UsageError("name a TrainJob ([NAMESPACE/]NAME) or pass --bundle PATH")
+        from ckpt_doctor.facts.logs import load_signatures
         from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
 
+        # Each log is read through the log scanner as it arrives, keeping only what it finds, and nothing is
+        # redacted on the way in: the findings are, as they leave diagnose_snapshot.
         snap = collect_live(
             args.target,
             namespace=args.namespace,
@@ -62,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
             workers=args.concurrency,
             head_bytes=args.log_bytes,
             tail_bytes=args.log_bytes,
+            redact=False,
+            scan=load_signatures(args.signatures or []),
         )
         diag = diagnose_snapshot(
             snap, snap.meta.get("target", {}).get("name") or None, args.trainer_version, args.signatures

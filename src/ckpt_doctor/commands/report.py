@@ -71,8 +71,11 @@ def run(args: argparse.Namespace) -> int:
             diag = diagnose_snapshot(snap, args.trainjob, args.trainer_version, args.signatures)
             rendered = render_report(diag, args.output, args.out, redactor)
     else:
+        from ckpt_doctor.facts.logs import load_signatures
         from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
 
+        # Logs are read through the log scanner as they arrive (only what it finds is kept); the diagnosis is
+        # redacted as it leaves diagnose_snapshot, and the report, with --redact-pattern, by render_report.
         snap = collect_live(
             args.target,
             namespace=args.namespace,
@@ -83,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
             workers=args.concurrency,
             head_bytes=args.log_bytes,
             tail_bytes=args.log_bytes,
-            redact_patterns=args.redact_pattern,
+            redact=False,
+            scan=load_signatures(args.signatures or []),
         )
         diag = diagnose_snapshot(
             snap, snap.meta.get("target", {}).get("name") or None, args.trainer_version, args.signatures

@@ -936,6 +936,9 @@ def _scan(raw: bytes, idx: _Index, name: str, first: bool, last: bool, count_lin
 
 
 def scan_log(ref: LogRef, sigs: list[Signature], head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> LogSummary:
+    done: LogSummary | None = ref.scanned_with(sigs, head, tail)  # scanned as it was read (live diagnose)
+    if done is not None:
+        return done
     summary = LogSummary(ref=ref)
     first = ref.read_head(head)
     if not first:

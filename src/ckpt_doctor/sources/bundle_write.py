@@ -11,6 +11,10 @@
 Writing is atomic and safe (safewrite): an archive is streamed to a temporary file from mkstemp beside it and
 moved into place; a directory is filled under a private temporary name (0700) and renamed. An existing output
 is replaced only with `force`. Nothing here redacts: the caller passes a redacted Snapshot.
+
+Files are made one at a time as they are written (`bundle_entries`): a log's bytes are read from where the
+Snapshot keeps them (a live collection spools them to disk as it reads them, `snapshot.LogSpool`) just before
+they go into the bundle, so writing holds one log in memory, not all of them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import shutil
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -106,29 +111,37 @@ def log_bytes(ref: LogRef) -> bytes:
     return window_content(head, tail, WINDOW) if tail else head + skipped_marker(len(head), 0)
 
 
-def bundle_files(snap: Snapshot, extra_files: Mapping[str, bytes] | None = None) -> dict[str, bytes]:
-    """Relative path → content of every file of the bundle."""
-    files: dict[str, bytes] = {}
+Entries = dict[str, Callable[[], bytes]]  # relative path -> what makes its content, called once when it is written
+
+
+def bundle_entries(snap: Snapshot, extra_files: Mapping[str, bytes] | None = None) -> Entries:
+    """Relative path → a function making the content of every file of the bundle (each file made when written)."""
+    files: Entries = {}
     meta: dict[str, Any] = {"apiVersion": "ckpt-doctor/v1", "kind": "Bundle"}
     meta.update({k: v for k, v in (snap.meta or {}).items() if k not in ("apiVersion", "kind", "notCollected")})
     meta["notCollected"] = [g.to_json() for g in snap.not_collected]
     meta.setdefault("redactions", 0)
-    files["bundle.yaml"] = _yaml_docs([meta])
+    files["bundle.yaml"] = partial(_yaml_docs, [meta])
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for o in snap.objects:
         by_kind.setdefault(o.kind or "Unknown", []).append(o.raw)
     for kind, objs in by_kind.items():
         name = FILE_NAMES.get(kind) or re.sub(r"[^a-z0-9]+", "-", kind.lower()) or "objects"
-        files[f"objects/{name}.yaml"] = _yaml_docs(objs)
+        files[f"objects/{name}.yaml"] = partial(_yaml_docs, objs)
     for (pod, container, previous), ref in sorted(snap.logs.items()):
         rel = f"logs/{_safe(pod, 'pod name')}/{_safe(container, 'container name')}{'.previous' if previous else ''}.log"
-        files[rel] = log_bytes(ref)
+        files[rel] = partial(log_bytes, ref)
     for rel, data in (extra_files or {}).items():
         parts = rel.split("/")
         if parts[0] in ("logs", "objects", "bundle.yaml") or any(not _SAFE.match(p) for p in parts):
             raise InputError(f"refusing extra bundle file {rel!r}")
-        files[rel] = data
+        files[rel] = partial(bytes, data)
     return files
+
+
+def bundle_files(snap: Snapshot, extra_files: Mapping[str, bytes] | None = None) -> dict[str, bytes]:
+    """Relative path → content of every file of the bundle (all in memory: `bundle_entries` makes them one by one)."""
+    return {rel: make() for rel, make in bundle_entries(snap, extra_files).items()}
 
 
 def write_bundle(
@@ -141,7 +154,7 @@ def write_bundle(
     """
     out = Path(out)
     check_output(out, force, directory=not is_archive(out))  # before the bundle is built
-    files = bundle_files(snap, extra_files)
+    files = bundle_entries(snap, extra_files)
     if is_archive(out):
         _write_archive(files, out, _root_name(out), force)
     else:
@@ -157,7 +170,7 @@ def _root_name(out: Path) -> str:
     return base if _SAFE.match(base) else "bundle"
 
 
-def _write_archive(files: dict[str, bytes], out: Path, root: str, force: bool = False) -> None:
+def _write_archive(files: Entries, out: Path, root: str, force: bool = False) -> None:
     now = time.time()
     with output_stream(out, force, new_mode=0o600) as stream, tarfile.open(
         fileobj=stream.file, mode="w:gz", compresslevel=6
@@ -172,20 +185,20 @@ def _write_archive(files: dict[str, bytes], out: Path, root: str, force: bool = 
                     info = tarfile.TarInfo(d)
                     info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(now)
                     tar.addfile(info)
-            data = files[rel]
+            data = files[rel]()
             info = tarfile.TarInfo(f"{root}/{rel}")
             info.size, info.mode, info.mtime = len(data), 0o644, int(now)
             tar.addfile(info, io.BytesIO(data))
 
 
-def _write_dir(files: dict[str, bytes], out: Path, force: bool = False) -> None:
+def _write_dir(files: Entries, out: Path, force: bool = False) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))  # 0700: private until it is complete
     try:
-        for rel, data in files.items():
+        for rel, make in files.items():
             p = tmp / rel
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data)
+            p.write_bytes(make())
         replace_dir(tmp, out, force)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

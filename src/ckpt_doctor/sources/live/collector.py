@@ -10,17 +10,19 @@ TrainJob is an `InputError` (exit 3).
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from itertools import islice
+from typing import TYPE_CHECKING, Any
 
 from ckpt_doctor.coverage import apply_absent_or_log, apply_gap, plural
 from ckpt_doctor.errors import InputError, UsageError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 from ckpt_doctor.scope import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL, Scope, claim_names, owned_by, replicated_jobs
-from ckpt_doctor.snapshot import Gap, LogRef, Obj, Snapshot
+from ckpt_doctor.snapshot import Gap, LogSpool, Obj, Snapshot
 from ckpt_doctor.sources.bundle_write import FILE_NAMES
 from ckpt_doctor.sources.live.client import Api, CallError, Cluster, connect, gap_reason, kind_words
 from ckpt_doctor.sources.live.kinds import (
@@ -41,8 +43,19 @@ from ckpt_doctor.sources.live.kinds import (
     WORKLOAD,
     Kind,
 )
-from ckpt_doctor.sources.live.logs import LogReader, LogResult, container_instances, log_gap_name
+from ckpt_doctor.sources.live.logs import (
+    Keep,
+    LogReader,
+    LogResult,
+    ScanAsRead,
+    SpoolWindows,
+    container_instances,
+    log_gap_name,
+)
 from ckpt_doctor.sources.live.progress import Progress
+
+if TYPE_CHECKING:
+    from ckpt_doctor.facts.logs import Signature
 
 NODE_GETS = 10  # up to this many distinct nodes: one GET each; more: one (paged) list of all nodes
 
@@ -95,12 +108,17 @@ class Collected:
             self.gap(log_gap_name(res.pod, res.container, res.previous), res.gap)
         elif res.absent:
             self.not_there(log_gap_name(res.pod, res.container, res.previous), res.absent)
-        if res.head is not None:
+        if res.head is not None or res.ref is not None:
             self.logs[(res.pod, res.container, res.previous)] = res
 
 
 class Collector:
-    """Reads one TrainJob and its surroundings; `collect()` returns the raw result."""
+    """Reads one TrainJob and its surroundings; `collect()` returns the raw result.
+
+    `keep` decides what is kept of each log as it is read (`logs.Keep`: spooled windows, or only what the log
+    scanner found); without it, the windows stay in memory. Logs are read with at most twice `workers` reads
+    ahead of the one being kept, so that memory holds a bounded number of windows, whatever the pod count.
+    """
 
     def __init__(
         self,
@@ -111,6 +129,7 @@ class Collector:
         tail_bytes: int = TAIL_BYTES,
         workers: int = 8,
         progress: Progress | None = None,
+        keep: Keep | None = None,
     ) -> None:
         self.cluster = cluster
         self.api = Api(cluster)
@@ -119,6 +138,7 @@ class Collector:
         self.workers = max(1, workers)
         self.logs = LogReader(self.api, head_bytes, tail_bytes)
         self.progress = progress or Progress(quiet=True)
+        self.keep = keep
 
     # -- the TrainJob, or exit 3 -------------------------------------------------------------------
     def trainjob(self) -> dict[str, Any]:
@@ -159,7 +179,8 @@ class Collector:
         return f"{doing} failed: {kind_words(e)}: {e.message}"
 
     # -- everything -------------------------------------------------------------------------------
-    def collect(self) -> Collected:
+    def collect(self, objects_read: Callable[[Collected], None] | None = None) -> Collected:
+        """Everything; `objects_read(out)` is called once every object is read, before the first log is."""
         ns, name = self.namespace, self.name
         self.progress.stage(f"reading TrainJob {ns}/{name}")
         tj = self.trainjob()
@@ -169,8 +190,10 @@ class Collector:
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ckpt-live") as pool:
             self.read_objects(pool, tj, out)
             self.read_storage(pool, out)
+            self.keep_events(out)
+            if objects_read is not None:
+                objects_read(out)
             self.read_logs(pool, out)
-        self.keep_events(out)
         return out
 
     def read_objects(self, pool: ThreadPoolExecutor, tj: dict[str, Any], out: Collected) -> None:
@@ -342,7 +365,15 @@ class Collector:
             finally:
                 self.progress.advance()
 
-        for res in pool.map(one, todo):
+        left = iter(todo)
+        ahead: deque[Future[LogResult]] = deque(pool.submit(one, item) for item in islice(left, 2 * self.workers))
+        while ahead:
+            res = ahead.popleft().result()
+            nxt = next(left, None)
+            if nxt is not None:
+                ahead.append(pool.submit(one, nxt))
+            if self.keep is not None:
+                self.keep(res, self.namespace)
             out.keep_log(res)
 
     def keep_events(self, out: Collected) -> None:
@@ -454,14 +485,21 @@ ORDER = tuple(FILE_NAMES)  # a snapshot lists the kinds in the order a bundle do
 
 
 def build_snapshot(out: Collected, cluster: Cluster, namespace: str, name: str) -> Snapshot:
+    return finish_snapshot(snapshot_objects(out, cluster, namespace, name), out, cluster, namespace, name)
+
+
+def snapshot_objects(out: Collected, cluster: Cluster, namespace: str, name: str) -> Snapshot:
+    """A Snapshot holding the objects of `out`, in the order a bundle lists their kinds."""
     snap = Snapshot(source="live", location=f"{cluster.context or cluster.server}:{namespace}/{name}")
     for kind in sorted(out.objects, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
         snap.extend(Obj(o) for o in out.objects[kind])
-    for (pod, container, previous), res in out.logs.items():
-        content = res.content or b""
-        snap.logs[(pod, container, previous)] = LogRef(
-            pod, container, previous, head=content, size=len(content), namespace=namespace
-        )
+    return snap
+
+
+def finish_snapshot(snap: Snapshot, out: Collected, cluster: Cluster, namespace: str, name: str) -> Snapshot:
+    """`snap` (from `snapshot_objects`) with the logs, what was not collected, coverage and meta of `out`."""
+    for key, res in out.logs.items():
+        snap.logs[key] = res.log_ref(namespace)
     snap.not_collected = list(out.gaps)
     cov = snap.coverage
     for g in out.gaps:
@@ -502,9 +540,20 @@ def collect_live(
     workers: int = 8,
     quiet: bool = False,
     progress: Progress | None = None,
+    scan: list[Signature] | None = None,
 ) -> Snapshot:
-    """Collect one TrainJob (`[NS/]NAME`) from the cluster into a redacted Snapshot.
+    """Collect one TrainJob (`[NS/]NAME`) from the cluster into a Snapshot, redacted unless `redact=False`.
 
+    What is kept of each log is decided as it is read, so memory never holds every log's windows at once:
+
+    - by default its windows, spooled to an anonymous temporary file (`LogSpool`): the Snapshot can be written as
+      a bundle (`collect`), shown (the app) and diagnosed;
+    - with `scan` (the signatures `diagnose_snapshot` will read the logs with): only what the log scanner found
+      in them, for a Snapshot that is diagnosed and let go (`diagnose`, `report`; the findings are redacted as
+      they leave the pipeline, so these pass `redact=False`).
+
+    Redaction happens in the order `Redactor.snapshot` follows: every object (the redactor learns the
+    credentials they hold), then each log as it is read, then meta, gap reasons and notes.
     `meta` holds what bundle.yaml will say (target, cluster, collectedAt, redactions).
     Raises InputError when the cluster cannot be reached or the TrainJob does not exist.
     """
@@ -514,13 +563,25 @@ def collect_live(
     cluster = connect(namespace, context, kubeconfig, timeout, pool=workers + 4)
     ns, name = split_target(target, namespace, cluster.namespace)
     prog = progress or Progress(quiet=quiet)
+    transform = redactor.bytes if redact else None
+    keep: Keep = ScanAsRead(scan, transform) if scan is not None else SpoolWindows(LogSpool(), transform)
+    parts: list[Snapshot] = []
+
+    def objects_read(out: Collected) -> None:
+        snap = snapshot_objects(out, cluster, ns, name)
+        redactor.snapshot(snap)  # the objects only: it has no log, meta or gap yet
+        parts.append(snap)
+
     try:
-        col = Collector(cluster, ns, name, head_bytes, tail_bytes, workers, prog)
-        snap = col.snapshot(col.collect())
+        col = Collector(cluster, ns, name, head_bytes, tail_bytes, workers, prog, keep=keep)
+        out = col.collect(objects_read)
     finally:
         if progress is None:
             prog.close()
-    redactor.snapshot(snap)
+    snap = finish_snapshot(parts[0], out, cluster, ns, name)
+    rest = Snapshot(meta=snap.meta, not_collected=snap.not_collected, notes=snap.notes)  # objects and logs: done
+    redactor.snapshot(rest)
+    snap.meta, snap.not_collected, snap.notes = rest.meta, rest.not_collected, rest.notes
     snap.meta["redactions"] = redactor.count
     return snap
 

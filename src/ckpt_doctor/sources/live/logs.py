@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
+from ckpt_doctor.snapshot import LogRef, LogSpool
 from ckpt_doctor.sources.live.client import Api, CallError, kind_words
+
+if TYPE_CHECKING:
+    from ckpt_doctor.facts.logs import Signature
 
 NO_PREVIOUS = re.compile(r"previous terminated container .* not found", re.I)
 
@@ -58,12 +63,92 @@ class LogResult:
     gap: str | None = None  # why it could not be (fully) collected
     absent: str | None = None  # the API said this log does not exist (no previous instance, not started)
     head_limit: int = HEAD_BYTES
+    ref: LogRef | None = None  # what the collection keeps of it, made as it was read (a `Keep`); head is then None
 
     @property
     def content(self) -> bytes | None:
         if self.head is None:
             return None
         return window_content(self.head, self.tail, self.head_limit)
+
+    def log_ref(self, namespace: str) -> LogRef:
+        """What a Snapshot holds of this log: the form kept as it was read, else its windows in memory."""
+        if self.ref is not None:
+            return self.ref
+        content = self.content or b""
+        return LogRef(self.pod, self.container, self.previous, head=content, size=len(content), namespace=namespace)
+
+    def kept_as(self, ref: LogRef) -> None:
+        """Keep `ref` instead of the windows, which are let go."""
+        self.ref, self.head, self.tail = ref, None, None
+
+
+# -- what a collection keeps of each log, decided as the log is read ----------------------------------
+
+
+class Keep(Protocol):
+    """Called once per log read, in the order the logs were asked for, before the next windows are read."""
+
+    def __call__(self, res: LogResult, namespace: str) -> None: ...
+
+
+class SpoolWindows:
+    """Keep each log's windows on disk in a LogSpool, not in memory (`transform`: the redactor, when redacting).
+
+    The windows are the bytes a bundle stores for the log (`window_content`), so a bundle written from the
+    Snapshot, the app's log screen and the facts read exactly what they would have read from memory.
+    """
+
+    def __init__(self, spool: LogSpool, transform: Callable[[bytes], bytes] | None = None) -> None:
+        self.spool = spool
+        self.transform = transform
+
+    def __call__(self, res: LogResult, namespace: str) -> None:
+        content = res.content
+        if content is None:
+            return
+        if self.transform is not None:
+            content = self.transform(content)
+        at = self.spool.add(content)
+        ref = LogRef(res.pod, res.container, res.previous, size=len(content), namespace=namespace, spool=self.spool,
+                     offset=at)  # fmt: skip
+        res.kept_as(ref)
+
+
+class ScanAsRead:
+    """Read each log through the facts' log scanner (`facts.logs.scan_log`) as it arrives; keep what it found.
+
+    Only the typed events and the lines they quote stay in memory, not the windows: what `diagnose` and `report`
+    need, since the scanner is the only reader of a log's bytes on their way (the LogRef hands the summary back
+    to `scan_log`). The scan is the one `facts.attempts` would make (same signatures, same windows), over the
+    same bytes (after `transform`, the redactor, when the collection redacts), so the events, their lines and
+    their line numbers are the same.
+    """
+
+    def __init__(self, sigs: list[Signature], transform: Callable[[bytes], bytes] | None = None) -> None:
+        self.sigs = sigs
+        self.transform = transform
+
+    def __call__(self, res: LogResult, namespace: str) -> None:
+        from ckpt_doctor.facts.logs import scan_log
+
+        content = res.content
+        if content is None:
+            return
+        if self.transform is not None:
+            content = self.transform(content)
+        whole = LogRef(res.pod, res.container, res.previous, head=content, size=len(content), namespace=namespace)
+        summary = scan_log(whole, self.sigs)
+        kept = LogRef(
+            res.pod,
+            res.container,
+            res.previous,
+            size=len(content),
+            namespace=namespace,
+            scanned=((self.sigs, HEAD_BYTES, TAIL_BYTES), summary),
+        )
+        summary.ref = kept
+        res.kept_as(kept)
 
 
 def container_instances(pod: dict[str, Any]) -> list[tuple[str, bool]]:
