@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
 
-.PHONY: demo test lint docs bench clean
+.PHONY: demo test lint docs bench bench-all clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,25 @@ docs: $(VENV)/.installed
 	$(BIN)/python -m ckpt_doctor.docs > docs/rules.md
 	$(BIN)/python -c "from ckpt_doctor.commands.rules import index_text; print(index_text(), end='')" > rules/index.json
 
+# the tables of docs/performance.md, in its order (by hand: about 40 minutes on two cores)
 bench: $(STAMP)
-	$(BIN)/python bench/bench_diagnose.py
+	$(BIN)/python bench/bench_startup.py
+	$(BIN)/python bench/bench_diagnose.py --sizes 200 2048
+	$(BIN)/python bench/bench_diagnose.py --grep
+	$(BIN)/python bench/bench_collect.py
+	$(BIN)/python bench/bench_live.py --collect
+	$(BIN)/python bench/bench_tui.py
+
+# every other bench, each with its own question (see its docstring); the watcher's runs ten minutes
+bench-all: bench
+	$(BIN)/python bench/bench_logs.py
+	$(BIN)/python bench/bench_redact.py
+	$(BIN)/python bench/bench_shell_parsers.py
+	$(BIN)/python bench/bench_chart.py
+	$(BIN)/python bench/bench_fleet.py
+	$(BIN)/python bench/bench_watch.py
+	$(BIN)/python bench/bench_less_data.py
+	$(BIN)/python bench/bench_mutations.py
 
 clean:
 	rm -rf $(VENV) build dist

@@ -279,3 +279,16 @@ def test_screenshots_are_redacted_in_their_text_runs() -> None:
     )
     out = redact_svg(svg)
     assert S not in out and "&lt;redacted:header&gt;" in out and "<text" in out
+
+
+def test_a_redacted_block_keeps_its_lines() -> None:
+    """Evidence cites log lines by number: a key replaced by a marker must not pull the lines after
+    it up (a collected bundle and the cluster's log would cite different lines)."""
+    from ckpt_doctor.sources.redact import Redactor
+
+    key = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join("MIIEow" + "A" * 58 for _ in range(5))
+    log = f"line 1\n{key}\n-----END RSA PRIVATE KEY-----\nline 9 after the key\n".encode()
+    out = Redactor().bytes(log)
+    assert b"MIIEow" not in out
+    assert out.count(b"\n") == log.count(b"\n")
+    assert out.splitlines()[8] == b"line 9 after the key"

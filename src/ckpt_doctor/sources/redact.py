@@ -177,7 +177,10 @@ class Redactor:
             if s < pos or e <= s or data.startswith(_BMARK, s):
                 continue
             parts.append(data[pos:s])
-            parts.append(hit[2] if len(hit) == 3 else mark)  # type: ignore[misc]
+            rep = hit[2] if len(hit) == 3 else mark  # type: ignore[misc]
+            lost = data.count(b"\n", s, e) - rep.count(b"\n")
+            # a block (a key) keeps its lines: evidence cites line numbers of the log as written
+            parts.append(rep + b"\n" * lost if lost > 0 else rep)
             pos = e
             n += 1
         if not n:
@@ -192,7 +195,7 @@ class Redactor:
         for k in known:
             if k in data:
                 c = data.count(k)
-                data = data.replace(k, _bmarker("known"))
+                data = data.replace(k, _bmarker("known") + b"\n" * k.count(b"\n"))
                 n += c
         return data, n
 
