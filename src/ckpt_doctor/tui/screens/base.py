@@ -18,9 +18,10 @@ from textual.containers import Vertical
 from textual.lazy import Lazy
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from ckpt_doctor.tui.widgets.banner import Banner
+from ckpt_doctor.tui.widgets.keyfooter import KeyFooter
 from ckpt_doctor.tui.widgets.navbar import NavBar
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ class Frame(Screen):
         body = Body(id="body")
         with Lazy(body) if self.lazy else body:
             yield from self.body()
-        yield Footer(show_command_palette=False)
+        yield KeyFooter(show_command_palette=False)  # Footer, rebuilt only when its keys change
 
     def on_body_mounted(self, event: Body.Mounted) -> None:
         event.stop()
