@@ -115,7 +115,7 @@ def test_first_frame_comes_before_the_kubernetes_client(fake_kube: tuple[FakeKub
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["at_first_frame"] == {"kubernetes": False, "networkx": False}
-    assert seen["after"] == {"kubernetes": True, "networkx": True}
+    assert seen["after"] == {"kubernetes": True, "networkx": False}  # the rule graph is walked without it
     assert seen["verdict"] == "final-checkpoint-missing"
 
 
@@ -148,6 +148,7 @@ READER_FIRST = textwrap.dedent(
         close(self)
 
     source.BundleLoader.start, source.BundleLoader.close = probe_start, probe_close
+    source.head_start = lambda: True  # as on a machine with a processor to spare (see test_source)
     import ckpt_doctor.commands.tui as tui_verb
     tui_verb.need_terminal = lambda: None  # no terminal here: this probe stops before the app draws
     from ckpt_doctor.cli import main

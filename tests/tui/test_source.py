@@ -234,3 +234,65 @@ def test_a_garbled_frame_held_until_asked_is_an_input_error() -> None:
     os.close(w)
     with pytest.raises(InputError, match="reading the bundle failed"):
         run.wait(lambda: run.rows is not None)
+
+
+def test_head_start_needs_most_of_a_processor_idle_beside_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ckpt_doctor.tui import source
+
+    monkeypatch.setattr(source.os, "cpu_count", lambda: 2)
+    for idle, want in ((150, True), (80, True), (60, False), (10, False)):  # ticks idle of 200 (2 cpus)
+        times = iter([(1000, 5000), (1000 + idle, 5200)])
+        monkeypatch.setattr(source, "_cpu_times", lambda times=times: next(times))
+        assert source.head_start(window=0) is want, idle
+
+    def no_proc() -> tuple[int, int]:
+        raise OSError("no /proc/stat")
+
+    monkeypatch.setattr(source, "_cpu_times", no_proc)  # elsewhere: the load average
+    monkeypatch.setattr(source.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    assert source.head_start(window=0) is True
+    monkeypatch.setattr(source.os, "getloadavg", lambda: (1.2, 1.0, 1.0))
+    assert source.head_start(window=0) is False
+
+
+
+BUSY = """
+import json, os, sys, time
+from pathlib import Path
+from ckpt_doctor.tui import source
+from ckpt_doctor.tui.target import Target
+
+source.head_start = lambda: False  # a busy machine: the fork waits for the app's first question
+loader = source.BundleLoader(Target(bundle=Path(sys.argv[1])))
+loader.start()  # one thread here: a fork
+run = loader._run
+if sys.argv[2] == "ask":
+    time.sleep(1.0)  # time enough for a child that did not wait to send its rows
+    early = bool(run._backlog)
+    rows = [r.key for r in loader.list_jobs()]  # the first question lets it go
+    print(json.dumps({"forked": run.pid is not None, "early": early, "rows": rows}))
+else:
+    go, run._go = run._go, None
+    os.close(go)  # the app went away without a question: the pipe closes without a byte
+    with run.cond:  # the child leaves, its pipe ends: the reader finishes (and reaps it)
+        left = run.cond.wait_for(lambda: run.finished, timeout=60)
+    print(json.dumps({"left": left, "sent": bool(run._backlog)}))
+loader.close()
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "want"),
+    [("ask", {"forked": True, "early": False, "rows": [KEY]}), ("leave", {"left": True, "sent": False})],
+)
+def test_on_a_busy_machine_the_fork_reads_once_asked_and_leaves_if_never_asked(mode: str, want: dict) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.tui.conftest import ROOT
+
+    argv = [sys.executable, "-c", BUSY, str(EXAMPLES / "final-checkpoint-missing"), mode]
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == want

@@ -8,7 +8,9 @@ functions that need it.
 
 from __future__ import annotations
 
+import pickle
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
@@ -197,6 +199,61 @@ class JobRow:
         return any(n in s.lower() for s in (self.key, self.state, self.verdict))
 
 
+class Deferred:
+    """A value pickled on its own, unpickled when first used (from any thread, once).
+
+    A bundle's complete View carries its Diagnosis so: a few megabytes that only an export or a
+    screenshot needs, whose unpickling would otherwise hold the GIL, and freeze the screen, for
+    35-70 ms (512-1,024 pods) just as the complete view arrives.
+    """
+
+    __slots__ = ("_lock", "_value", "data")
+    _UNSET: Any = object()
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._lock = threading.Lock()
+        self._value: Any = Deferred._UNSET
+
+    @classmethod
+    def of(cls, value: Any) -> Deferred:
+        return cls(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._value is Deferred._UNSET:
+                from ckpt_doctor.tui.source import quiet_gc
+
+                with quiet_gc():
+                    self._value = pickle.loads(self.data)
+                self.data = b""
+            return self._value
+
+    def __getstate__(self) -> bytes:
+        return pickle.dumps(self._value, protocol=pickle.HIGHEST_PROTOCOL) if not self.data else self.data
+
+    def __setstate__(self, data: bytes) -> None:
+        self.__init__(data)  # type: ignore[misc]
+
+
+class _Unwrapped:
+    """A dataclass field whose value may be a `Deferred`: reading it gives the value itself."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return None  # the field's default
+        value = obj.__dict__.get(self.slot)
+        if isinstance(value, Deferred):
+            value = obj.__dict__[self.slot] = value.get()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.slot] = value
+
+
 @dataclass
 class View:
     """Everything the diagnosis screens show about one TrainJob."""
@@ -218,7 +275,7 @@ class View:
     objects: dict[str, dict[str, Any]]
     signatures: list[Signature]
     row: JobRow
-    diag: Diagnosis | None  # None in a preview
+    diag: Diagnosis | None = _Unwrapped()  # type: ignore[assignment]  # None in a preview; may arrive Deferred
     complete: bool = True  # False: a preview without the objects, events and diagnosis (they follow)
 
     def preview(self) -> View:
@@ -373,12 +430,84 @@ def jump_for(ev: dict[str, Any]) -> Jump | None:
 
 
 @cache
-def _rule_graph():
+def _rule_links() -> tuple[dict[str, str], dict[str, list[str]], dict[str, list[str]]]:
+    """The default catalogue's rule graph as plain lists: each rule's kind, and the rules it
+    explains (successors) and that explain it (predecessors), in the order networkx would hold
+    them (engine/graph.py builds the same graph, edge cause → symptom, and validates it). Without
+    networkx: its import alone was a tenth of a 512-pod view's time to the screen."""
     from ckpt_doctor.engine.catalogue import default_rules
-    from ckpt_doctor.engine.checks import load_checks
-    from ckpt_doctor.engine.graph import build_graph
 
-    return build_graph(list(default_rules()), load_checks())
+    rules = default_rules()
+    kind = {r.id: r.kind for r in rules}
+    succ: dict[str, dict[str, None]] = {r.id: {} for r in rules}
+    pred: dict[str, dict[str, None]] = {r.id: {} for r in rules}
+    for r in rules:
+        for target in r.explains:
+            if target in succ:
+                succ[r.id].setdefault(target)
+                pred[target].setdefault(r.id)
+    return kind, {k: list(v) for k, v in succ.items()}, {k: list(v) for k, v in pred.items()}
+
+
+def _reach(links: dict[str, list[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for n in links[todo.pop()]:
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
+    seen.discard(start)
+    return seen
+
+
+def _shortest_path(succ: dict[str, list[str]], pred: dict[str, list[str]], source: str, target: str) -> list[str]:
+    """networkx's `shortest_path` of an unweighted graph (a BFS from both ends that meets in the
+    middle), step for step, so that of several shortest paths the same one is chosen."""
+    if source == target:
+        return [source]
+    back: dict[str, str | None] = {source: None}
+    ahead: dict[str, str | None] = {target: None}
+    forward, reverse = [source], [target]
+    meet: str | None = None
+    while forward and reverse and meet is None:
+        if len(forward) <= len(reverse):
+            level, forward = forward, []
+            for v in level:
+                for w in succ[v]:
+                    if w not in back:
+                        forward.append(w)
+                        back[w] = v
+                    if w in ahead:
+                        meet = w
+                        break
+                if meet is not None:
+                    break
+        else:
+            level, reverse = reverse, []
+            for v in level:
+                for w in pred[v]:
+                    if w not in ahead:
+                        ahead[w] = v
+                        reverse.append(w)
+                    if w in back:
+                        meet = w
+                        break
+                if meet is not None:
+                    break
+    if meet is None:
+        raise ValueError(f"no path from {source} to {target}")
+    path: list[str] = []
+    node: str | None = meet
+    while node is not None:
+        path.append(node)
+        node = back[node]
+    path.reverse()
+    node = ahead[path[-1]]
+    while node is not None:
+        path.append(node)
+        node = ahead[node]
+    return path
 
 
 def _rule_status(diag: Diagnosis) -> dict[str, str]:
@@ -394,20 +523,18 @@ def _rule_status(diag: Diagnosis) -> dict[str, str]:
 
 def graph_paths(rule_id: str, kind: str, status: dict[str, str]) -> list[list[tuple[str, str]]]:
     """Paths cause → … → symptom through this rule, failing ones first."""
-    import networkx as nx
-
     from ckpt_doctor.engine.walk import STATUS_ORDER as rank
 
-    g = _rule_graph()
-    if rule_id not in g:
+    kinds, succ, pred = _rule_links()
+    if rule_id not in kinds:
         return []
     paths = []
-    others = nx.ancestors(g, rule_id) if kind == "symptom" else nx.descendants(g, rule_id)
+    others = _reach(pred, rule_id) if kind == "symptom" else _reach(succ, rule_id)
     for other in sorted(others):
-        if kind == "symptom" and g.nodes[other]["kind"] != "cause":
+        if kind == "symptom" and kinds[other] != "cause":
             continue
         src, dst = (other, rule_id) if kind == "symptom" else (rule_id, other)
-        path = nx.shortest_path(g, src, dst)
+        path = _shortest_path(succ, pred, src, dst)
         paths.append([(n, status.get(n, "not_evaluated")) for n in path])
     paths.sort(key=lambda p: (max(rank[s] for _, s in p), [rank[s] for _, s in p], [n for n, _ in p]))
     return paths
@@ -788,6 +915,18 @@ def scope_objects(sc: Scope) -> dict[str, dict[str, Any]]:
 
 # -- the whole view -----------------------------------------------------------------------------
 def build_view(diag: Diagnosis, now: float | None = None) -> View:
+    """Everything about one TrainJob; `build_preview` then `complete_view` give the same in two steps."""
+    return complete_view(build_preview(diag, now), diag)
+
+
+def complete_view(preview: View, diag: Diagnosis) -> View:
+    """A view from `build_preview` with what the preview leaves out: the events and the Diagnosis."""
+    return replace(preview, events=build_events(diag.facts.scope), diag=diag, complete=True)
+
+
+def build_preview(diag: Diagnosis, now: float | None = None) -> View:
+    """All but the events and the Diagnosis (`complete` False): what the first screens show. Its
+    `objects` are there (the evidence's jumps are checked against them); `View.preview` drops them."""
     facts = diag.facts
     sc = facts.scope
     snap = sc.snap
@@ -826,10 +965,11 @@ def build_view(diag: Diagnosis, now: float | None = None) -> View:
         tree=build_tree(diag),
         attempts=build_attempts(diag, now),
         logs=logs,
-        events=build_events(sc),
+        events=[],
         gaps=[(g.what, g.reason) for g in snap.not_collected],
         objects=objects,
         signatures=list(facts.sigs),
         row=row,
-        diag=diag,
+        diag=None,
+        complete=False,
     )
