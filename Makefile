@@ -39,7 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_diagnose.py --grep
 	$(BIN)/python bench/bench_collect.py
 	$(BIN)/python bench/bench_live.py --collect
-	$(BIN)/python bench/bench_tui.py
+	$(BIN)/python bench/bench_tui.py --pods 512 1024
 
 # every other bench, each with its own question (see its docstring); the watcher's runs ten minutes
 bench-all: bench

@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.widgets import DataTable, OptionList, Select
 
 from ckpt_doctor.tui.app import DoctorApp
-from ckpt_doctor.tui.screens.events import EventsScreen
+from ckpt_doctor.tui.screens.events import EventsScreen, cells
 from ckpt_doctor.tui.screens.findings import FindingsScreen
 from ckpt_doctor.tui.screens.help import HelpScreen
 from ckpt_doctor.tui.screens.logs import LogsScreen
@@ -259,14 +259,19 @@ async def test_events_sorted_newest_first_with_warnings_toggle() -> None:
         lasts = [r.last for r in screen.rows]
         assert lasts == sorted(lasts, reverse=True)
         total = len(screen.rows)
+        table = screen.query_one(RowTable)
+        assert table.rows == [cells(r) for r in screen.rows]  # built ahead, in the loading thread
+        assert app.view.__dict__.get("_event_cells") is not None
         await pilot.press("w")
         await settle(pilot)
         assert all(r.type == "Warning" for r in screen.rows)
         assert len(screen.rows) <= total
+        assert table.rows == [cells(r) for r in screen.rows]  # the kept cells, filtered alike
         assert "warnings only" in screen_text(app)
         await pilot.press("w")
         await settle(pilot)
         assert len(screen.rows) == total
+        assert table.rows == [cells(r) for r in screen.rows]
 
 
 async def test_a_verdict_arriving_changes_its_row_in_place(two_jobs: Path, monkeypatch) -> None:

@@ -196,10 +196,15 @@ class DoctorApp(App[int]):
                     raise
                 except Exception as e:
                     self.post_message(RowsLoaded(None, why(e)))
+            from ckpt_doctor.tui.screens.events import warm
+
             view = loader.load(key)
+            warm(view)  # here, off the screen's time: the events' table cells of a complete view
             self.post_message(ViewLoaded(key, view, None))
             if not view.complete:  # a preview came first: the objects, events and report follow
-                self.post_message(ViewLoaded(key, loader.load_complete(key), None))
+                full = loader.load_complete(key)
+                warm(full)
+                self.post_message(ViewLoaded(key, full, None))
         except Superseded:  # a refresh started a newer reading; its worker reports
             return
         except Exception as e:

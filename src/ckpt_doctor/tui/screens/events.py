@@ -36,6 +36,24 @@ def cells(r: EventRow) -> list[Cell]:
     ]
 
 
+def table_cells(view: View) -> list[list[Cell]]:
+    """The cells of every event of the view, in its order; built once per view and kept on it.
+
+    The app builds them in its loading thread as soon as the complete view arrives (`warm`), so
+    that opening this screen on 6,000 events does not spend 15-20 ms of the screen's time on them.
+    """
+    got = view.__dict__.get("_event_cells")
+    if got is None or len(got) != len(view.events):
+        got = view.__dict__["_event_cells"] = [cells(r) for r in view.events]
+    return got
+
+
+def warm(view: View) -> None:
+    """Build what this screen needs of a complete view ahead of its opening (any thread)."""
+    if view.complete:
+        table_cells(view)
+
+
 class EventsScreen(ListFilter, DoctorScreen):
     TAB = "events"
     BINDINGS = [
@@ -69,12 +87,17 @@ class EventsScreen(ListFilter, DoctorScreen):
         if view is None:
             return
         needle = self.query_one("#filter", FilterBar).value.strip()
-        self.rows = [
-            r
-            for r in view.events
-            if (not self.warnings_only or r.type == "Warning") and (not needle or r.matches(needle))
-        ]
-        self.query_one("#events", RowTable).set_rows([cells(r) for r in self.rows])
+        every = table_cells(view)
+        if not self.warnings_only and not needle:
+            self.rows, shown = view.events, every
+        else:
+            keep = [
+                i
+                for i, r in enumerate(view.events)
+                if (not self.warnings_only or r.type == "Warning") and (not needle or r.matches(needle))
+            ]
+            self.rows, shown = [view.events[i] for i in keep], [every[i] for i in keep]
+        self.query_one("#events", RowTable).set_rows(shown)
         if not self.rows:
             self.query_one("#event-detail", Static).update("")
         total = len(view.events)
