@@ -32,10 +32,10 @@ docs: $(VENV)/.installed
 	$(BIN)/python -m ckpt_doctor.docs > docs/rules.md
 	$(BIN)/python -c "from ckpt_doctor.commands.rules import index_text; print(index_text(), end='')" > rules/index.json
 
-# the tables of docs/performance.md, in its order (by hand: about 40 minutes on two cores)
+# the tables of docs/performance.md, in its order (by hand: about 10 minutes on two cores)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_startup.py
-	$(BIN)/python bench/bench_diagnose.py --sizes 200 2048
+	$(BIN)/python bench/bench_diagnose.py
 	$(BIN)/python bench/bench_diagnose.py --grep
 	$(BIN)/python bench/bench_collect.py
 	$(BIN)/python bench/bench_live.py --collect

@@ -1,14 +1,20 @@
-"""Benchmark `ckpt-doctor diagnose --bundle` on a large incident (issue 2).
+"""Benchmark `ckpt-doctor diagnose --bundle` against the size of the incident (issues 2 and 14).
 
-512 trainer pods × 3 attempts (1,536 pods, all kept by a recorder), 20,000 events, and N MB of
-realistic logs (tqdm bars with carriage returns, loss dicts, saves, a resume line), written
-once per size. Reports wall time and peak RSS of the diagnose process for each log size, so
-the cost can be compared between 200 MB and 2 GB of logs: past the head and tail windows it
-should not grow with log bytes.
+Each bundle is a TrainJob after two JobSet restarts: P trainer pods x 3 attempts (all kept by a
+recorder), 20,000 events, and M MB of realistic logs in all (tqdm bars with carriage returns, loss
+dicts, saves, a resume line). The default points are 256, 512 and 1,024 pods with 100, 200 and 400
+MB of logs (as many bytes per pod), and 512 pods with 2,048 MB: the first three say how the time
+grows with pods, the two at 512 pods how it grows with log bytes (it should not: past the head and
+tail windows no byte is read).
 
-    python bench/bench_diagnose.py                  # 200 MB and 2048 MB
-    python bench/bench_diagnose.py --sizes 50 --keep /tmp/bench
-    python bench/bench_diagnose.py --grep           # 1,024 pods: diagnose against grep, interleaved
+The runs are interleaved: each round runs every point once, in an order that turns every round, and
+each point's time is divided by the first point's time of the same round. Printed per point: wall
+seconds and that ratio as min / median / max over the rounds, and the median peak RSS of the
+diagnose process (its own, from wait4).
+
+    python bench/bench_diagnose.py                            # the default points, 5 rounds
+    python bench/bench_diagnose.py --points 512:200 512:2048 --rounds 3 --keep /tmp/bench
+    python bench/bench_diagnose.py --grep                     # 1,024 pods: diagnose against grep
 
 `--grep` builds 1,024 trainer pods (512 x 2 attempts, 512 KB of log each), then alternates a
 `diagnose` run with what a person would run by hand over the same windows: the first and last
@@ -21,7 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import multiprocessing
+import os
 import shutil
 import statistics
 import subprocess
@@ -86,15 +93,22 @@ def build(root: Path, total_log_mb: int) -> Path:
 
 
 def run_diagnose(bundle: Path) -> tuple[float, float, dict]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "ckpt_doctor", "diagnose", "--bundle", str(bundle), "-o", "json"],
-                         capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if out.returncode not in (0, 1):
-        raise SystemExit(out.stderr)
-    return wall, max(peak, before) / 1024, json.loads(out.stdout)
+    """Wall seconds, peak RSS in MiB and the JSON report of one `diagnose` (the peak is the run's own as long
+    as this process is smaller: Linux keeps a forked child's maximum across exec)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ckpt_doctor", "diagnose", "--bundle", str(bundle), "-o", "json"],
+            stdout=out, stderr=err,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 1):
+            err.seek(0)
+            raise SystemExit(err.read().decode(errors="replace"))
+        out.seek(0)
+        return wall, usage.ru_maxrss / 1024, json.loads(out.read())
 
 
 def grep_keywords(path: Path) -> Path:
@@ -151,45 +165,88 @@ def compare_grep(base: Path, repeat: int, pods: int) -> None:
     print(f"  ratio          {stats(ratios, 'x')}   (goal <= 2x)")
 
 
+def _build_points(d: Path, pods: int, mb: int) -> None:
+    global PODS
+    PODS = pods
+    build(d, mb)
+
+
+def compare_sizes(base: Path, points: list[tuple[int, int]], rounds: int) -> None:
+    bundles = []
+    for pods, mb in points:
+        d = base / f"{pods}pods-{mb}mb"
+        if not (d / "bundle.yaml").exists():
+            t = time.perf_counter()
+            # in a process of its own: on Linux a child's peak RSS counts what it was forked from, so this
+            # process must stay small for the diagnose runs' figures to be their own
+            builder = multiprocessing.get_context("spawn").Process(target=_build_points, args=(d, pods, mb))
+            builder.start()
+            builder.join()
+            if builder.exitcode:
+                raise SystemExit(f"building {d} failed")
+            took = time.perf_counter() - t
+            print(f"built {d} ({pods} x {ATTEMPTS} pods, {mb} MB of logs) in {took:.1f}s", flush=True)
+        bundles.append(d)
+    for d in bundles:  # warm the page cache and the interpreter's caches
+        run_diagnose(d)
+    wall: list[list[float]] = [[] for _ in points]
+    rss: list[list[float]] = [[] for _ in points]
+    ratio: list[list[float]] = [[] for _ in points]
+    summary: list[dict] = [{} for _ in points]
+    for r in range(rounds):
+        order = list(range(len(points)))
+        order = order[r % len(order):] + order[: r % len(order)]  # each round starts one further
+        this: dict[int, float] = {}
+        for i in order:
+            w, m, doc = run_diagnose(bundles[i])
+            this[i] = w
+            wall[i].append(w)
+            rss[i].append(m)
+            summary[i] = doc["summary"]
+        for i in this:
+            ratio[i].append(this[i] / this[0])
+        print(f"  round {r + 1}/{rounds}: " + ", ".join(f"{points[i][0]}:{points[i][1]} {this[i]:.2f}s" for i in order),
+              flush=True)
+
+    def spread(xs: list[float], fmt: str) -> str:
+        return " / ".join(fmt.format(x) for x in (min(xs), statistics.median(xs), max(xs)))
+
+    p0, m0 = points[0]
+    print(f"\ndiagnose --bundle, {ATTEMPTS} attempts of P trainer pods, {EVENTS} events, {rounds} interleaved rounds")
+    head = f"x ({p0} pods, {m0} MB)"
+    print(f"{'pods':>6} {'logs':>8}   {'wall s min / median / max':<26} {head:<22} {'peak RSS':>9}  summary")
+    for i, (pods, mb) in enumerate(points):
+        print(f"{pods:>6} {mb:>6}MB   {spread(wall[i], '{:.2f}'):<26} {spread(ratio[i], '{:.2f}'):<22} "
+              f"{statistics.median(rss[i]):>6.0f} MiB  {summary[i]}")
+    for i, (pods, mb) in enumerate(points):  # the same pods, more log bytes: the ratio of the two, round by round
+        for j, (pods2, mb2) in enumerate(points):
+            if pods2 == pods and mb2 > mb:
+                by = [b / a for a, b in zip(ratio[i], ratio[j], strict=True)]
+                print(f"log bytes x{mb2 / mb:.1f} at {pods} pods -> wall x{spread(by, '{:.2f}')} (min / median / max)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[200, 2048], help="total log MB per run")
+    ap.add_argument("--points", nargs="+", default=["256:100", "512:200", "1024:400", "512:2048"],
+                    metavar="PODS:MB", help="trainer pods per attempt and total log MB of each bundle")
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--keep", type=Path, help="write bundles here and keep them")
-    ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--grep", action="store_true", help="compare diagnose with grep over the same windows")
     ap.add_argument("--pods", type=int, default=1024, help="trainer pods for --grep")
     args = ap.parse_args()
-    base = args.keep or Path(tempfile.mkdtemp(prefix="ckpt-bench-"))
-    if args.grep:
-        try:
-            compare_grep(base, max(args.repeat, 5), args.pods)
-        finally:
-            if not args.keep:
-                shutil.rmtree(base, ignore_errors=True)
-        return
-    rows = []
     try:
-        for mb in args.sizes:
-            d = base / f"logs-{mb}mb"
-            if not (d / "bundle.yaml").exists():
-                t = time.perf_counter()
-                build(d, mb)
-                print(f"built {d} ({mb} MB of logs) in {time.perf_counter() - t:.1f}s", flush=True)
-            best = None
-            for _ in range(args.repeat):
-                wall, rss, doc = run_diagnose(d)
-                best = min(best or wall, wall)
-            rows.append((mb, best, rss, doc["summary"]))
+        points = [(int(p), int(m)) for p, m in (x.split(":") for x in args.points)]
+    except ValueError:
+        ap.error("--points takes PODS:MB, as 512:200")
+    base = args.keep or Path(tempfile.mkdtemp(prefix="ckpt-bench-"))
+    try:
+        if args.grep:
+            compare_grep(base, max(args.rounds, 5), args.pods)
+        else:
+            compare_sizes(base, points, args.rounds)
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
-    print(f"\n{PODS} trainer pods x {ATTEMPTS} attempts, {EVENTS} events")
-    print(f"{'logs':>8} {'wall (best)':>12} {'peak RSS':>10}  summary")
-    for mb, wall, rss, summ in rows:
-        print(f"{mb:>6}MB {wall:>11.2f}s {rss:>8.0f}MB  {summ}")
-    if len(rows) >= 2:
-        (a_mb, a_w, *_), (b_mb, b_w, *_) = rows[0], rows[-1]
-        print(f"\nlog bytes x{b_mb / a_mb:.1f} -> wall time x{b_w / a_w:.2f}")
 
 
 if __name__ == "__main__":

@@ -175,7 +175,7 @@ def bench(
         print(f"{'before/offline':14} {stats(r_before, '.2f'):>45}")
     med_rss = statistics.median(r[0] for r in got["live"])
     print(f"goals: live peak RSS < {GOAL_RSS_MB} MB: {'met' if med_rss * 1.048576 < GOAL_RSS_MB else 'NOT met'} "
-          f"(median {med_rss * 1.048576:.0f} MB); live CPU within {GOAL_CPU_RATIO:g}x of offline: "
+          f"(median {med_rss:.0f} MiB = {med_rss * 1.048576:.0f} MB); live CPU within {GOAL_CPU_RATIO:g}x of offline: "
           f"{'met' if statistics.median(ratio) <= GOAL_CPU_RATIO else 'NOT met'}")  # fmt: skip
     if not same:
         raise SystemExit("live and offline diagnoses differ")
