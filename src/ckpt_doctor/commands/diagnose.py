@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_log_flags
-from ckpt_doctor.commands.common import add_output_flags, emit
+from ckpt_doctor.commands.common import add_output_flags, diagnose_live_target, emit
 from ckpt_doctor.errors import UsageError
 
 
@@ -50,26 +50,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.target:
             raise UsageError("name a TrainJob ([NAMESPACE/]NAME) or pass --bundle PATH")
-        from ckpt_doctor.facts.logs import load_signatures
-        from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
-
-        # Each log is read through the log scanner as it arrives, keeping only what it finds, and nothing is
-        # redacted on the way in: the findings are, as they leave diagnose_snapshot.
-        snap = collect_live(
-            args.target,
-            namespace=args.namespace,
-            context=args.context,
-            kubeconfig=args.kubeconfig,
-            timeout=args.request_timeout,
-            quiet=args.quiet,
-            workers=args.concurrency,
-            head_bytes=args.log_bytes,
-            tail_bytes=args.log_bytes,
-            redact=False,
-            scan=load_signatures(args.signatures or []),
-        )
-        diag = diagnose_snapshot(
-            snap, snap.meta.get("target", {}).get("name") or None, args.trainer_version, args.signatures
-        )
+        diag = diagnose_live_target(args)
         emit(diag, args.output, args.verbose)
     return diag.exit_code(args.fail_on, args.strict)

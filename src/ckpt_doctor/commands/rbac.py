@@ -177,16 +177,7 @@ def render_fleet(needs: list[Need], prefix: str = "ckpt-doctor") -> str:
         )
     ]
     fixed = [n for n in needs if n.namespace]
-    for ns in sorted({str(n.namespace) for n in fixed}):
-        docs.append(
-            _doc(
-                "Role",
-                f"{prefix}-trainer-version",
-                ns,
-                [n for n in fixed if n.namespace == ns],
-                "optional: lets ckpt-doctor read the Trainer version from its controller's image tag",
-            )
-        )
+    docs += _trainer_version_roles(fixed, prefix)
     events = [n for n in needs if n.role == "fleet-events"]
     if events:
         docs.append(
@@ -276,6 +267,20 @@ def _doc(kind: str, name: str, namespace: str | None, needs: list[Need], header:
     return "\n".join(lines) + "\n"
 
 
+def _trainer_version_roles(fixed: list[Need], prefix: str) -> list[str]:
+    """A Role per namespace of the reads pinned to one namespace (the Trainer controller's)."""
+    return [
+        _doc(
+            "Role",
+            f"{prefix}-trainer-version",
+            ns,
+            [n for n in fixed if n.namespace == ns],
+            "optional: lets ckpt-doctor read the Trainer version from its controller's image tag",
+        )
+        for ns in sorted({str(n.namespace) for n in fixed})
+    ]
+
+
 def render(needs: list[Need], namespace: str | None, prefix: str = "ckpt-doctor") -> str:
     """The Roles as a multi-document YAML stream (with comments saying why each rule is there)."""
     docs: list[str] = []
@@ -300,16 +305,7 @@ def render(needs: list[Need], namespace: str | None, prefix: str = "ckpt-doctor"
         )
     )
     fixed = [n for n in diag if n.namespace]
-    for ns in sorted({str(n.namespace) for n in fixed}):
-        docs.append(
-            _doc(
-                "Role",
-                f"{prefix}-trainer-version",
-                ns,
-                [n for n in fixed if n.namespace == ns],
-                "optional: lets ckpt-doctor read the Trainer version from its controller's image tag",
-            )
-        )
+    docs += _trainer_version_roles(fixed, prefix)
     drill = [n for n in needs if n.role == "drill"]
     if [n for n in drill if n.cluster]:
         docs.append(

@@ -53,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ckpt_doctor.commands.common import diagnose_live_target
     from ckpt_doctor.pipeline import diagnose_snapshot
     from ckpt_doctor.report.incident import render_report, write_files
     from ckpt_doctor.sources.redact import Redactor
@@ -71,27 +72,7 @@ def run(args: argparse.Namespace) -> int:
             diag = diagnose_snapshot(snap, args.trainjob, args.trainer_version, args.signatures)
             rendered = render_report(diag, args.output, args.out, redactor)
     else:
-        from ckpt_doctor.facts.logs import load_signatures
-        from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
-
-        # Logs are read through the log scanner as they arrive (only what it finds is kept); the diagnosis is
-        # redacted as it leaves diagnose_snapshot, and the report, with --redact-pattern, by render_report.
-        snap = collect_live(
-            args.target,
-            namespace=args.namespace,
-            context=args.context,
-            kubeconfig=args.kubeconfig,
-            timeout=args.request_timeout,
-            quiet=args.quiet,
-            workers=args.concurrency,
-            head_bytes=args.log_bytes,
-            tail_bytes=args.log_bytes,
-            redact=False,
-            scan=load_signatures(args.signatures or []),
-        )
-        diag = diagnose_snapshot(
-            snap, snap.meta.get("target", {}).get("name") or None, args.trainer_version, args.signatures
-        )
+        diag = diagnose_live_target(args)  # redacted as it leaves; with --redact-pattern, render_report redacts more
         rendered = render_report(diag, args.output, args.out, redactor)
     if args.out is None:
         sys.stdout.write(rendered.text)
