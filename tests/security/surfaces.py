@@ -121,6 +121,7 @@ def run_all(work: Path) -> tuple[dict[str, bytes], Corpus]:
         out[f"lint -o {fmt}"] = _cli(["lint", str(man), "-o", fmt, "-v"])[1]
     fixme = work / "fixme"
     shutil.copytree(man, fixme)
+    out["lint --fix --dry-run"] = _cli(["lint", str(fixme), "--fix", "--dry-run"])[1]  # the diff, before the fix
     out["lint --fix"] = _cli(["lint", str(fixme), "--fix"])[1]
     text = explain_text(c)
     for fmt in ("text", "json", "markdown"):

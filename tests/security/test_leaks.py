@@ -29,6 +29,7 @@ WAYS_OUT = [
     "error: unreachable cluster",
     "error: collect, unreachable cluster",
     *(f"lint -o {f}" for f in ("text", "json", "sarif", "junit")),
+    "lint --fix --dry-run",
     "lint --fix",
     *(f"explain-error -o {f}" for f in ("text", "json", "markdown")),
     "app: export and screenshots",

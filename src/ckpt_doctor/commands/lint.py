@@ -66,14 +66,20 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"nothing in {what} could be read as a Kubernetes manifest ({why})")
     if args.fix or args.dry_run:
         from ckpt_doctor.fix import fix_result
+        from ckpt_doctor.sources.redact import Redactor
 
+        redactor = Redactor()  # the diff quotes the manifests' lines around each change: credentials too
         outcome = fix_result(result, write=not args.dry_run)
+        for lint_result in (result, outcome.after):  # what reads as a credential by its name, in any line
+            for mf in lint_result.manifests.files:
+                for obj in mf.objects:
+                    redactor.learn(obj.raw)
         for line in outcome.messages():
-            print(f"ckpt-doctor: {line}", file=sys.stderr)
+            print(f"ckpt-doctor: {redactor.text(line)}", file=sys.stderr)
         if not outcome.changes:
             print("ckpt-doctor: nothing to fix mechanically", file=sys.stderr)
         if args.dry_run:
-            sys.stdout.write(outcome.diff)
+            sys.stdout.write(redactor.text(outcome.diff))
             return outcome.after.exit_code(args.fail_on, args.strict)
         result = outcome.after
     if args.output != "text":
