@@ -240,10 +240,25 @@ class Api:
     ) -> tuple[list[dict[str, Any]], str]:
         """Every matching object (following `continue`), and the list's resourceVersion."""
         items: list[dict[str, Any]] = []
-        cont: str | None = None
         rv = ""
+        for page, page_rv in self.pages(kind, namespace, label_selector, field_selector):
+            items.extend(page)
+            rv = page_rv or rv
+        return items, rv
+
+    def pages(
+        self,
+        kind: Kind,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = PAGE,
+    ) -> Iterator[tuple[list[dict[str, Any]], str]]:
+        """The pages of a list (following `continue`), each with the resourceVersion it gave; built-in list
+        items carry no apiVersion/kind: they are put first in each item."""
+        cont: str | None = None
         while True:
-            q: list[tuple[str, Any]] = [("limit", PAGE)]
+            q: list[tuple[str, Any]] = [("limit", limit)]
             if label_selector:
                 q.append(("labelSelector", label_selector))
             if field_selector:
@@ -251,14 +266,13 @@ class Api:
             if cont:
                 q.append(("continue", cont))
             doc = _json(self._raw(kind.path(namespace), q))
-            for it in doc.get("items") or []:
-                if isinstance(it, dict):  # built-in list items carry no apiVersion/kind: put them first
-                    items.append({"apiVersion": kind.api_version, "kind": kind.kind, **it})
+            items = [{"apiVersion": kind.api_version, "kind": kind.kind, **it} for it in doc.get("items") or [] if
+                     isinstance(it, dict)]  # fmt: skip
             meta = doc.get("metadata") or {}
-            rv = str(meta.get("resourceVersion") or rv)
             cont = meta.get("continue")
+            yield items, str(meta.get("resourceVersion") or "")
             if not cont:
-                return items, rv
+                return
 
     def watch(
         self,

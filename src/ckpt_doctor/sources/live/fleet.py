@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +31,7 @@ from ckpt_doctor.errors import InputError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 from ckpt_doctor.scope import JOBSET_NAME_LABEL, Scope, claim_names
 from ckpt_doctor.snapshot import Obj, Snapshot
-from ckpt_doctor.sources.live.client import PAGE, Api, CallError, Cluster, _json, gap_reason, kind_words
+from ckpt_doctor.sources.live.client import PAGE, Api, CallError, Cluster, gap_reason, kind_words
 from ckpt_doctor.sources.live.collector import Collected, Collector, _configmap_refs, _owned_by
 from ckpt_doctor.sources.live.kinds import (
     CLUSTERTRAININGRUNTIME,
@@ -108,35 +108,6 @@ class NamespaceError:
 # -- paging ----------------------------------------------------------------------------------------------
 
 
-def pages(
-    api: Api,
-    kind: Kind,
-    namespace: str | None = None,
-    label_selector: str | None = None,
-    field_selector: str | None = None,
-    limit: int = PAGE,
-) -> Iterator[tuple[list[dict[str, Any]], str]]:
-    """The pages of a list (following `continue`), each with the list's resourceVersion; items carry
-    apiVersion and kind, as `Api.list` gives them."""
-    cont: str | None = None
-    while True:
-        q: list[tuple[str, Any]] = [("limit", limit)]
-        if label_selector:
-            q.append(("labelSelector", label_selector))
-        if field_selector:
-            q.append(("fieldSelector", field_selector))
-        if cont:
-            q.append(("continue", cont))
-        doc = _json(api._raw(kind.path(namespace), q))
-        items = [{"apiVersion": kind.api_version, "kind": kind.kind, **it} for it in doc.get("items") or [] if
-                 isinstance(it, dict)]  # fmt: skip
-        meta = doc.get("metadata") or {}
-        cont = meta.get("continue")
-        yield items, str(meta.get("resourceVersion") or "")
-        if not cont:
-            return
-
-
 def list_kept(
     api: Api,
     kind: Kind,
@@ -149,7 +120,7 @@ def list_kept(
     """A whole list, keeping page by page only the items `keep` accepts (memory: one page plus those)."""
     out: list[dict[str, Any]] = []
     last = ""
-    for items, rv in pages(api, kind, namespace, label_selector, field_selector, limit):
+    for items, rv in api.pages(kind, namespace, label_selector, field_selector, limit):
         out.extend(items if keep is None else (i for i in items if keep(i)))
         last = rv
     return out, last
@@ -157,7 +128,7 @@ def list_kept(
 
 def current_rv(api: Api, kind: Kind, namespace: str | None = None, label_selector: str | None = None) -> str:
     """The resourceVersion a watch can start from, from a one-item list (no objects are kept)."""
-    for _items, rv in pages(api, kind, namespace, label_selector, limit=1):
+    for _items, rv in api.pages(kind, namespace, label_selector, limit=1):
         return rv
     return ""
 
