@@ -73,10 +73,11 @@ class RowTable(Guarded, ScrollView, can_focus=True):
 
     def set_rows(self, rows: list[Sequence[Cell]], keep: bool = True) -> None:
         self.rows = rows
-        widths = [
-            max(len(name), max((len(row[i][0]) for row in rows if i < len(row)), default=0))
-            for i, name in enumerate(self.columns)
-        ]  # a column at a time: a third of the time of a loop over every cell (6,000 events: 7 → 2 ms)
+        widths = [len(c) for c in self.columns]
+        for row in rows:
+            for i, (text, _) in enumerate(row):
+                if len(text) > widths[i]:
+                    widths[i] = len(text)
         self.widths = [min(w, MAX_WIDTH) if i < len(widths) - 1 else w for i, w in enumerate(widths)]
         total = sum(self.widths) + 2 * len(self.widths)
         self.virtual_size = Size(total, len(rows) + 1)
