@@ -292,3 +292,33 @@ def test_a_redacted_block_keeps_its_lines() -> None:
     assert b"MIIEow" not in out
     assert out.count(b"\n") == log.count(b"\n")
     assert out.splitlines()[8] == b"line 9 after the key"
+
+
+def test_a_credential_split_across_styled_runs_is_masked_in_a_screenshot() -> None:
+    """The screen draws a search hit or the cursor's column in its own style: one credential, two runs, of
+    which neither alone looks like one. The line, its runs joined, is redacted as a whole."""
+    import io
+    import re
+
+    from rich.console import Console
+    from rich.text import Text
+
+    token = "ghp_" + "aBcD1234eFgH5678iJkL9012mNoP3456qRsT"
+    console = Console(record=True, width=80, file=io.StringIO())
+    line = Text("export GITHUB_TOKEN=")
+    line.append(token[:10], style="bold")
+    line.append(token[10:], style="red")
+    line.append("  # kept")
+    console.print(line)
+    by_name = Text("password: ")
+    by_name.append("lantern-orchid", style="reverse")
+    by_name.append("-meadow-value")
+    console.print(by_name)
+    svg = console.export_svg()
+    out = redact_svg(svg)
+    runs = re.findall(r"<text\b[^>]*>([^<]*)</text>", out)
+    assert len(runs) == len(re.findall(r"<text\b[^>]*>([^<]*)</text>", svg))  # the same runs, the layout kept
+    text = "".join(runs)
+    assert token[:10] not in text and token[10:] not in text
+    assert "lantern-orchid" not in text and "meadow-value" not in text
+    assert "export&#160;GITHUB_TOKEN=" in text and "#&#160;kept" in text

@@ -378,11 +378,18 @@ def redact_diagnosis(diag: Diagnosis, redactor: Redactor | None = None) -> Diagn
 _SVG_TEXT = re2.compile(r"(<text\b[^>]*>)([^<]*)(</text>)")
 
 
-def redact_svg(svg: str, diag: Diagnosis | None = None) -> str:
-    """A screenshot (Rich/Textual SVG) through the redactor: each text run is unescaped, redacted and escaped again.
+_SVG_LINE = re2.compile(r'clip-path="url\(#[^)"]*-line-(\d+)\)"')  # the runs of one screen line share it
+MASK = "•"  # what stands, in a screenshot, for the characters of a credential that spans styled runs
 
-    With `diag`, the credentials its objects hold by name are replaced wherever they show (an object's YAML on
-    screen puts the name and the value in different runs: the value is still known).
+
+def redact_svg(svg: str, diag: Diagnosis | None = None) -> str:
+    """A screenshot (Rich/Textual SVG) through the redactor.
+
+    Each text run is unescaped, redacted and escaped again; then each screen line, its runs joined, is redacted
+    as a whole, and the characters of what that finds are masked (•) in the runs they stand in: a credential
+    that the screen drew in two styles (a search hit, the cursor's column, a highlighted word) is two runs, of
+    which neither alone looks like one. With `diag`, the credentials its objects hold by name are replaced
+    wherever they show (an object's YAML on screen puts the name and the value in different runs).
     """
     import html
 
@@ -393,14 +400,57 @@ def redact_svg(svg: str, diag: Diagnosis | None = None) -> str:
         for o in scope_objects(diag):
             learn_from(o, r)
 
-    def repl(m: Any) -> str:
-        text = html.unescape(m.group(2)).replace("\xa0", " ")
-        red = r.text(text)
-        if red == text:
-            return str(m.group(0))
-        return str(m.group(1)) + html.escape(red, quote=False).replace(" ", "&#160;") + str(m.group(3))
+    def shown(raw: str) -> str:
+        return html.unescape(raw).replace("\xa0", " ")
 
-    return str(_SVG_TEXT.sub(repl, svg))
+    def escaped(text: str) -> str:
+        return html.escape(text, quote=False).replace(" ", "&#160;")
+
+    runs: list[list[str]] = []  # [what comes before, the whole element, its text as shown, redacted], in order
+    lines: list[str | None] = []  # each run's screen line (None: not part of one)
+    pos = 0
+    for m in _SVG_TEXT.finditer(svg):
+        text = shown(m.group(2))
+        runs.append([svg[pos : m.start()], m.group(0), text, r.text(text)])
+        line = _SVG_LINE.search(m.group(1))
+        lines.append(line.group(1) if line else None)
+        pos = m.end()
+    for key, group in itertools.groupby(range(len(runs)), key=lambda i: lines[i]):
+        idx = list(group)
+        if key is not None and len(idx) > 1:
+            _mask_line([runs[i] for i in idx], r)
+    out: list[str] = []
+    for before, whole, text, red in runs:
+        out.append(before)
+        if red == text:
+            out.append(whole)
+        else:
+            m = _SVG_TEXT.match(whole)
+            out.append(str(m.group(1)) + escaped(red) + str(m.group(3)))
+    out.append(svg[pos:])
+    return "".join(out)
+
+
+def _mask_line(runs: list[list[str]], r: Redactor) -> None:
+    """Mask, in a screen line's runs (their redacted texts, index 3), what the redactor finds in the whole line."""
+    import difflib
+
+    texts = [run[3] for run in runs]
+    joined = "".join(texts)
+    red = r.text(joined)
+    if red == joined:
+        return
+    ops = difflib.SequenceMatcher(None, joined, red, autojunk=False).get_opcodes()
+    masked = list(joined)
+    for k, (tag, i1, i2, _j1, _j2) in enumerate(ops):
+        # what changed; and a few characters the marker happened to share with the credential, between two changes
+        inside = 0 < k < len(ops) - 1 and i2 - i1 < 4
+        if tag != "equal" or inside:
+            masked[i1:i2] = MASK * (i2 - i1)
+    at = 0
+    for run, text in zip(runs, texts, strict=True):
+        run[3] = "".join(masked[at : at + len(text)])
+        at += len(text)
 
 
 class RedactingStream(io.TextIOBase):
