@@ -17,8 +17,9 @@ from ckpt_doctor.engine.catalogue import default_rules
 from ckpt_doctor.engine.checks import snippet
 from ckpt_doctor.engine.checks.runtime import FIELD_VERSIONS
 from ckpt_doctor.engine.model import Finding, Result
-from ckpt_doctor.engine.walk import Diagnosis, evaluate
+from ckpt_doctor.engine.walk import Diagnosis, evaluate, rewalk
 from ckpt_doctor.facts.context import Facts
+from ckpt_doctor.facts.versions import KNOWN, TrainerVersion
 from ckpt_doctor.scope import Scope
 from ckpt_doctor.snapshot import Snapshot
 
@@ -401,12 +402,41 @@ def _version_hint(text: str, matches: list[Match]) -> str | None:
     return None
 
 
+def _having(field: str) -> tuple[str, ...]:
+    """The Trainer versions whose TrainJob has spec.`field` (FIELD_VERSIONS: first and last, None: still)."""
+    first, last = FIELD_VERSIONS[field]
+    return tuple(v for v in KNOWN if v >= first and (last is None or v <= last))  # "v2.N": one digit each
+
+
+def _hinted_version(text: str, matches: list[Match]) -> TrainerVersion | None:
+    """The Trainer versions the error text leaves possible, when it narrows them (else None: unknown)."""
+    hint = _version_hint(text, matches)
+    if hint is None:
+        return None
+    for mt in matches:
+        field = _versioned_field(mt) if mt.pattern.id == "unknown-field" else None
+        if field == "terminationGracePeriodSeconds":
+            return TrainerVersion("v2.2", "inferred", hint)
+        if field in VERSION_FIELDS:
+            left = tuple(v for v in KNOWN if v not in _having(field))  # the field is unknown there
+            if left:
+                return TrainerVersion(left[-1], "inferred", hint, left)
+    for key in VERSION_FIELDS:
+        if re.search(rf"spec\.{key}\b", text) and "unknown field" not in text and "not declared" not in text:
+            have = _having(key)
+            return TrainerVersion(have[-1], "inferred", hint, have)
+    return None
+
+
 def explain(text: str) -> Explanation:
     """Match an apply-time error text to rules; the findings fail with `text` evidence."""
     snap = Snapshot(source="error-text", location="error text")
     facts = Facts(Scope(snap=snap, trainjob=None), mode="explain-error", error_text=text)
-    diag = evaluate(facts)
     matches = match(text)
+    hinted = _hinted_version(text, matches)
+    if hinted is not None:
+        facts = facts.with_version(hinted)
+    diag = evaluate(facts)
     webhook = WEBHOOK.search(text)
     trainer_text = bool(webhook) or bool(re.search(r"trainer\.kubeflow\.org|TrainJob|TrainingRuntime", text))
     if not matches and not trainer_text:
@@ -439,8 +469,7 @@ def explain(text: str) -> Explanation:
             by_rule[rid] = f
             diag.findings.append(f)
     diag.findings.sort(key=lambda f: (0 if f.rule.kind == "symptom" else 1, f.rule.id))
-    diag.latent = [f for f in diag.findings if f.rule.kind == "cause"]
-    diag.verdict = []
+    rewalk(diag)  # the symptom the denial is, and the causes the text shows, linked as in any diagnosis
     return Explanation(diag, matches, webhook.group(1) if webhook else None, _version_hint(text, matches))
 
 

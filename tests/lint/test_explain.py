@@ -435,3 +435,38 @@ def test_every_pattern_is_exercised() -> None:
         used |= {m.pattern.id for m in explain(text).matches}
     used |= {m.pattern.id for m in explain('ClusterTrainingRuntime "x" is deprecated and will be removed').matches}
     assert used == {p.id for p in PATTERNS}, {p.id for p in PATTERNS} - used
+
+
+@pytest.mark.parametrize("text,rules", [(t, r) for _i, t, r in DENIALS], ids=[i for i, _t, _r in DENIALS])
+def test_every_format_shows_the_denial_as_a_verdict(text: str, rules: set[str], cli) -> None:
+    """The rejection is the symptom, the causes the text shows explain it: in JSON as in markdown, as for
+    any diagnosis (before, the verdict was empty and markdown showed the causes alone, or nothing)."""
+    from ckpt_doctor.engine.catalogue import default_rules
+
+    kinds = {r.id: r.kind for r in default_rules()}
+    rc, out, _err = cli("explain-error", "-o", "json", text)
+    doc = json.loads(out)
+    jsonschema.validate(doc, findings_schema())
+    symptoms = {v["symptom"] for v in doc["verdict"]}
+    assert symptoms == {r for r in rules if kinds[r] == "symptom"}
+    explained = {c for v in doc["verdict"] for c in v["causes"]} | set(doc["latent"])
+    assert explained == {r for r in rules if kinds[r] == "cause"}
+    rc, md, _err = cli("explain-error", "-o", "markdown", text)
+    assert rc == 0 and md.startswith("# ckpt-doctor: the error text")
+    for rid in rules:
+        assert f"`{rid}`" in md, rid
+    if doc["trainerVersion"] is None:  # the text does not tell: no version is claimed
+        assert "does not show the Trainer version" in md and "assuming" not in md
+    else:
+        assert doc["trainerVersionSource"] == "inferred" and "Trainer v2." in md
+
+
+def test_the_version_the_text_shows_is_the_document_s() -> None:
+    doc = explain(TJ + "spec.podTemplateOverrides: Invalid value: \"array\": " + ENV).to_json()
+    assert (doc["trainerVersion"], doc["trainerVersionSource"]) == ("v2.1", "inferred")
+    unknown = explain('Error from server (BadRequest): strict decoding error: unknown field "spec.runtimePatches"')
+    v = unknown.diagnosis.facts.version
+    assert v.source == "inferred" and v.candidates == ("v2.0", "v2.1")  # a cluster without runtimePatches
+    assert explain('failed calling webhook "validator.trainjob.trainer.kubeflow.org": connection refused').to_json()[
+        "trainerVersion"
+    ] is None

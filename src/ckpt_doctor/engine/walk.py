@@ -60,13 +60,14 @@ class Diagnosis:
 
     def to_json(self) -> dict[str, Any]:
         f = self.facts
+        told = f.mode != "explain-error" or f.version.source != "assumed"  # an error text may not show it
         return {
             "schemaVersion": 1,
             "tool": {"name": "ckpt-doctor", "version": __version__},
             "mode": f.mode,
             "target": f.scope.target() if f.mode == "diagnose" else None,
-            "trainerVersion": f.version.version if f.mode != "explain-error" else None,
-            "trainerVersionSource": f.version.source if f.mode != "explain-error" else None,
+            "trainerVersion": f.version.version if told else None,
+            "trainerVersionSource": f.version.source if told else None,
             "findings": [x.to_json() for x in self.findings],
             "notCollected": [g.to_json() for g in f.scope.snap.not_collected],
             "summary": self.summary(),
@@ -234,6 +235,13 @@ def _one_per_subject(res: list[Result]) -> list[Result]:
         if key not in best or STATUS_ORDER[r.status] < STATUS_ORDER[best[key].status]:
             best[key] = r
     return list(best.values())
+
+
+def rewalk(diag: Diagnosis) -> None:
+    """The verdict and the latent causes again, from the findings as they are now (explain-error adds the
+    ones the error text shows after the evaluation), through the default catalogue's graph."""
+    diag.verdict, diag.latent = [], []
+    _walk(diag, _explainer(None, load_checks(), None))
 
 
 def _walk(diag: Diagnosis, explaining: Explainer) -> None:

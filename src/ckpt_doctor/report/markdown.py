@@ -34,12 +34,19 @@ def render(diag: Diagnosis) -> str:
     f = diag.facts
     tgt = f.scope.target()
     title = f"TrainJob `{tgt['namespace']}/{tgt['name']}`" if tgt else "manifests"
+    if f.mode == "explain-error":
+        title = "the error text"
     s = diag.summary()
+    if f.mode == "explain-error" and f.version.source == "assumed":
+        version = "The error text does not show the Trainer version. "
+    elif len(f.version.candidates) > 1 and f.version.source != "assumed":
+        version = f"Trainer {' or '.join(f.version.candidates)} ({f.version.why}). "
+    else:
+        version = f"Trainer {f.version.version} ({f.version.why}). "
     lines = [
         f"# ckpt-doctor: {title}",
         "",
-        f"Trainer {f.version.version} ({f.version.why}). "
-        f"{s['fail']} failed, {s['pass']} passed, {s['notEvaluated']} not evaluated.",
+        f"{version}{s['fail']} failed, {s['pass']} passed, {s['notEvaluated']} not evaluated.",
         "",
     ]
     if diag.verdict:
