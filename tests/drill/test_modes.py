@@ -59,6 +59,34 @@ def test_dry_run_without_a_cluster_still_prints_the_plan(tmp_path: Path) -> None
     assert "<another node>" in got.err
 
 
+def _unreachable_kubeconfig(tmp_path: Path) -> Path:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: gone\n"
+        f"clusters: [{{name: gone, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: u, user: {token: not-a-real-token-0000}}]\n"
+        "contexts: [{name: gone, context: {cluster: gone, user: u, namespace: team-a}}]\n"
+    )
+    return kc
+
+
+def test_a_cluster_never_reached_gives_a_plan_or_one_line_at_once(tmp_path: Path) -> None:
+    """A kubeconfig whose server does not answer: not "lost the cluster" after half a minute of retries."""
+    kc = _unreachable_kubeconfig(tmp_path)
+    got = run_cli(["drill", f"{NS}/{NAME}", "--dry-run", "--kubeconfig", str(kc), "--request-timeout", "2"])
+    assert got.rc == 0, got.err
+    assert "cluster not reached" in got.err and "delete pod <trainer pod>" in got.err
+    assert "lost the cluster" not in got.err
+    got = run_cli(["drill", f"{NS}/{NAME}", "--yes", "--kubeconfig", str(kc), "--request-timeout", "2"])
+    assert got.rc == 3 and "cannot reach the cluster at http://127.0.0.1:" in got.err, got.err
+    assert "lost the cluster" not in got.err and "retry" not in got.err.lower()  # no rounds of back-off (36 s)
+
+
 def test_dry_run_attached_names_the_pod_and_the_node(make_cluster: Any) -> None:
     c = make_cluster(correct())
     c.seed()

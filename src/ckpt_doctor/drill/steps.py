@@ -62,8 +62,18 @@ def connect(d: Drill) -> None:
         d.ns, d.name = split_target(str(o.target), o.namespace, default_ns)
     d.result.target = {"kind": "TrainJob", "namespace": d.ns, "name": d.name}
     if cluster is not None:
+        api = Api(cluster)
+        try:  # one request, no retries: a cluster never reached is not a cluster lost
+            api.version()
+        except CallError as e:  # an answer, even a refusal, is a cluster: the steps say what they cannot read
+            if e.kind in ("unreachable", "timeout") and o.dry_run:
+                d.result.notes.append(f"cluster not reached ({e.message}): the plan shows placeholders for what it "
+                                      "would read")
+                return
+            if e.kind in ("unreachable", "timeout"):
+                raise InputError(f"cannot reach the cluster at {cluster.server}: {e.message}") from None
         d.s.cluster = cluster
-        d.s.api = Api(cluster)
+        d.s.api = api
         d.actions = d.make_actions()
 
 
