@@ -99,6 +99,15 @@ def test_log_reading_flags_are_positive_whole_numbers(verb: str, flag: str, caps
     assert flag in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("verb", ["diagnose", "collect", "report", "rbac", "watch", "drill"])
+def test_the_request_timeout_is_a_positive_number_of_seconds(verb: str, capsys) -> None:
+    for bad in ("0", "-1", "nan", "inf", "soon"):  # -1 reached urllib3, which called it a connection error
+        with pytest.raises(SystemExit) as e:
+            main([verb, "--request-timeout", bad])
+        assert e.value.code == 2, (verb, bad)
+        assert "argument --request-timeout" in capsys.readouterr().err, (verb, bad)
+
+
 def test_the_default_log_window_is_the_engines() -> None:
     from ckpt_doctor.cli import LOG_WINDOW
     from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES

@@ -24,7 +24,7 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--kubeconfig", help="path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     g.add_argument(
         "--request-timeout",
-        type=float,
+        type=positive_seconds,
         default=15.0,
         metavar="SECONDS",
         help="timeout of each API request (default: 15)",
@@ -42,6 +42,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if n <= 0:
         raise argparse.ArgumentTypeError("must be greater than 0")
+    return n
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a number of seconds greater than 0 (a timeout of 0 or less is no timeout anyone means)."""
+    try:
+        n = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not n > 0 or n == float("inf"):  # also NaN
+        raise argparse.ArgumentTypeError("must be a number of seconds greater than 0")
     return n
 
 
