@@ -150,9 +150,10 @@ def test_fix_round_trip(case: FixCase, tmp_path: Path, cli) -> None:
     old = (root / case.file).read_text()
     assert case.rule in {f.rule.id for f in lint_paths([str(root)], v.version_flag).failed()}
 
-    # --dry-run prints the diff and writes nothing
+    # --dry-run prints the diff and writes nothing; its exit code is the files' as they are (not fixed)
     rc, diff, err = cli("lint", str(root), "--fix", "--dry-run", *v.flags)
-    assert rc == 0, err
+    assert rc == lint_paths([str(root)], v.version_flag).exit_code(), err
+    assert f"would fix {case.rule} in {root}/{case.file}" in err and "ckpt-doctor: fixed " not in err
     assert _snapshot(root) == before
     assert diff.startswith(f"--- a/{root}/{case.file}\n+++ b/{root}/{case.file}\n")
 

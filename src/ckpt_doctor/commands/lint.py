@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_output_flags(p, ("text", "json", "sarif", "junit"))
     p.add_argument("--fix", action="store_true", help="rewrite the files in place for the mechanical fixes")
     p.add_argument(
-        "--dry-run", action="store_true", help="with --fix: print the unified diff instead of writing the files"
+        "--dry-run", action="store_true", help="print the unified diff --fix would write; write nothing (implies --fix)"
     )
     p.set_defaults(func=run)
 
@@ -78,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"ckpt-doctor: {redactor.text(line)}", file=sys.stderr)
         if not outcome.changes:
             print("ckpt-doctor: nothing to fix mechanically", file=sys.stderr)
-        if args.dry_run:
+        if args.dry_run:  # nothing was written: the exit code is the files' as they are, as a CI check wants
             sys.stdout.write(redactor.text(outcome.diff))
-            return outcome.after.exit_code(args.fail_on, args.strict)
+            return result.exit_code(args.fail_on, args.strict)
         result = outcome.after
     if args.output != "text":
         _notes(result)

@@ -43,9 +43,9 @@ class AppliedFix:
     line: int | None
     what: str
 
-    def message(self) -> str:
+    def message(self, dry_run: bool = False) -> str:
         at = f"{self.file}:{self.line}" if self.line else self.file
-        return f"fixed {self.rule} in {at}: {self.what}"
+        return f"{'would fix' if dry_run else 'fixed'} {self.rule} in {at}: {self.what}"
 
 
 @dataclass
@@ -83,7 +83,7 @@ class FixOutcome:
         for c in self.changes:
             if c.refused is not None:
                 continue  # said in not_fixed
-            out += [a.message() for a in c.applied]
+            out += [a.message(dry_run=c.written is None) for a in c.applied]  # not written: a dry run
             if c.written is not None:
                 out.append(c.written.describe())
         out += self.not_fixed
