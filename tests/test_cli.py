@@ -76,6 +76,19 @@ def test_rules_commands(capsys) -> None:
     assert main(["rules", "graph", "-o", "dot"]) == 0
     assert '"no-failure-policy" -> "job-failed-without-restart"' in capsys.readouterr().out
     assert main(["rules", "show", "nope"]) == 2
+    assert main(["rules", "graph", "-o", "text"]) == 0  # the contract's text, json, mermaid, dot
+    direct: dict[str, list[str]] = {}
+    for line in capsys.readouterr().out.split("\n\n", 1)[0].splitlines():
+        if not line.startswith(" "):
+            direct[line] = []
+        elif line.startswith("  ← "):
+            direct[list(direct)[-1]].append(line.removeprefix("  ← "))
+    from ckpt_doctor.engine.catalogue import default_rules
+    from ckpt_doctor.engine.checks import load_checks
+    from ckpt_doctor.engine.graph import build_graph
+
+    g = build_graph(list(default_rules()), load_checks())
+    assert direct == {n: sorted(g.predecessors(n)) for n in g if g.nodes[n]["kind"] == "symptom"}
 
 
 def test_console_script_and_module_entry_points() -> None:

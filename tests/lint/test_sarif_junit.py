@@ -119,3 +119,12 @@ def test_diagnose_sarif_and_junit_validate(cli) -> None:
     rc, out, _err = cli("diagnose", "--bundle", str(bundle), "-o", "junit")
     suite = ET.fromstring(out).find("testsuite")
     assert rc == 1 and suite is not None and int(suite.get("failures")) == len(run["results"])
+
+
+def test_markdown_as_the_contract_lists_it_for_every_verb_that_prints_findings(tmp_path: Path, cli) -> None:
+    v = variant("v2.1/rwo-multi-node")
+    root = v.materialize(tmp_path)
+    rc, out, _err = cli("lint", str(root), "-o", "markdown", *v.flags)
+    assert rc == 1 and out.startswith("# ckpt-doctor: manifests")
+    for e in v.expected(root):
+        assert f"`{e.rule}`" in out

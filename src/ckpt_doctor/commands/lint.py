@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="v2.x",
         help="the cluster's Trainer version (default: inferred from the override fields used, else the newest)",
     )
-    add_output_flags(p, ("text", "json", "sarif", "junit"))
+    add_output_flags(p, ("text", "json", "markdown", "sarif", "junit"))
     p.add_argument("--fix", action="store_true", help="rewrite the files in place for the mechanical fixes")
     p.add_argument(
         "--dry-run", action="store_true", help="print the unified diff --fix would write; write nothing (implies --fix)"

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("id")
     sp.add_argument("-o", "--output", choices=("text", "json"), default="text")
     gp = rs.add_parser("graph", help="the rule graph (causes → symptoms)")
-    gp.add_argument("-o", "--output", choices=("mermaid", "dot", "json"), default="mermaid")
+    gp.add_argument("-o", "--output", choices=("mermaid", "dot", "json", "text"), default="mermaid")
     p.set_defaults(func=run, rules_cmd=None)
 
 
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ckpt_doctor.engine.catalogue import default_rules
     from ckpt_doctor.engine.checks import load_checks
-    from ckpt_doctor.engine.graph import build_graph, to_dot, to_json, to_mermaid
+    from ckpt_doctor.engine.graph import build_graph, to_dot, to_json, to_mermaid, to_text
 
     rules = list(default_rules())
     if cmd == "show":
@@ -111,5 +111,5 @@ def run(args: argparse.Namespace) -> int:
             out.write(f"Docs: {d}\n")
         return 0
     g = build_graph(rules, load_checks())
-    out.write({"mermaid": to_mermaid, "dot": to_dot, "json": to_json}[args.output](g))
+    out.write({"mermaid": to_mermaid, "dot": to_dot, "json": to_json, "text": to_text}[args.output](g))
     return 0

@@ -66,6 +66,22 @@ def to_mermaid(g: nx.DiGraph) -> str:
     return "\n".join(lines) + "\n"
 
 
+def to_text(g: nx.DiGraph) -> str:
+    """Each symptom with the causes that explain it (directly, ← ; through another cause, ⇠), for reading."""
+    lines = []
+    for n, data in sorted(g.nodes(data=True)):
+        if data["kind"] != "symptom":
+            continue
+        lines.append(n)
+        direct = sorted(g.predecessors(n))
+        lines += [f"  ← {c}" for c in direct]
+        lines += [f"  ⇠ {c}" for c in sorted(nx.ancestors(g, n) - set(direct))]
+    alone = sorted(n for n, data in g.nodes(data=True) if data["kind"] != "symptom" and not g.out_degree(n))
+    if alone:
+        lines += ["", "causes that explain no symptom of the catalogue:", *(f"  {c}" for c in alone)]
+    return "\n".join(lines) + "\n"
+
+
 def _mid(n: str) -> str:
     return n.replace("-", "_")
 
