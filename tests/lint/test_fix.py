@@ -307,3 +307,20 @@ def test_a_file_that_cannot_be_written_is_one_line_and_exit_3(tmp_path: Path, cl
     assert "cannot write the fixed file: Permission denied" in err
     assert (root / "runtime.yaml").read_bytes() == before
     assert not list(root.glob(".*ckpt-doctor-fix"))
+
+
+@pytest.mark.parametrize("version", ["v2.1", "v2.2"])
+def test_an_override_that_held_only_env_goes_with_it(version: str, tmp_path: Path, cli) -> None:
+    """The env moves to spec.trainer.env; the override left with nothing but its targetJobs goes too (it
+    stayed, and on v2.2 became a runtimePatch with an empty template)."""
+    from ruamel.yaml import YAML
+
+    from tests.lint.conftest import REPO
+
+    (tmp_path / "trainjob.yaml").write_bytes((REPO / "examples/env-in-overrides-rejected/trainjob.yaml").read_bytes())
+    _rc, _out, err = cli("lint", str(tmp_path), "--fix", "--trainer-version", version)
+    assert "fixed env-in-pod-template-overrides" in err and "not fixed" not in err, err
+    spec = YAML(typ="safe").load((tmp_path / "trainjob.yaml").read_text())["spec"]
+    assert "podTemplateOverrides" not in spec and "runtimePatches" not in spec
+    assert spec["trainer"]["env"] == [{"name": "CKPT_DIR", "value": "/mnt/ckpt/sft-resumable"}]
+    assert "env-in-pod-template-overrides" not in {f.rule.id for f in lint_paths([str(tmp_path)], version).failed()}

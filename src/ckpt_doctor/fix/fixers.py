@@ -205,7 +205,7 @@ def move_env_to_trainer(text: str, subject: dict[str, Any], finding: Finding, ve
         chain, seq, idx, _name = _env_overrides(_map(obj, "spec"))[0]
         text = _drop_env(text, chain, seq, idx, seq[idx])
         changed = True
-    return text if changed else None
+    return _drop_empty_overrides(text, subject) if changed else None
 
 
 def _add_env(text: str, spec: CommentedMap, container: CommentedMap, dest: list[str], style: Style) -> str:
@@ -244,6 +244,26 @@ def _drop_env(text: str, chain: list[tuple[Any, Any]], seq: CommentedSeq, idx: i
     return remove_entry(text, mapping, key)
 
 
+def _drop_empty_overrides(text: str, subject: dict[str, Any]) -> str:
+    """Overrides left with nothing but the jobs they target (their env moved away) go, and the list with them
+    when it is left empty: an override that changes nothing is noise, and would become an empty patch."""
+    for _ in range(64):
+        obj, _style = _load(text, subject)
+        spec = _map(obj, "spec")
+        for key in ("podTemplateOverrides", "podSpecOverrides"):
+            seq = spec.get(key)
+            if not isinstance(seq, CommentedSeq):
+                continue
+            idle = [i for i, ov in enumerate(seq) if isinstance(ov, CommentedMap) and set(ov) <= {"targetJobs"}]
+            if not idle:
+                continue
+            text = remove_entry(text, spec, key) if len(idle) == len(seq) else remove_item(text, seq, idle[0])
+            break
+        else:
+            return text
+    return text
+
+
 # -- override-field-unsupported -----------------------------------------------------------------
 def _patch(manager: str, targets: list[str], pod_meta: Any, pod_spec: Any, js_meta: Any) -> CommentedMap:
     rjobs = CommentedSeq()
@@ -276,6 +296,8 @@ def overrides_to_runtime_patches(
         )
     old = [k for k in ("podTemplateOverrides", "podSpecOverrides") if k in spec]
     meta_keys = [k for k in ("labels", "annotations") if k in spec]
+    if not old and not meta_keys and not any(k in spec for k in ("activeDeadlineSeconds", "runtimePatches")):
+        return None  # an earlier fix (the env moved to spec.trainer.env) took the last such field away
     if not old and not meta_keys:
         raise NotMechanical(
             f"Trainer {version.version} lacks a field used here (activeDeadlineSeconds needs v2.2, "
