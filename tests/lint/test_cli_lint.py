@@ -73,3 +73,24 @@ def test_several_trainjobs_one_document(tmp_path: Path, cli) -> None:
 def test_verbose_lists_passes(cli) -> None:
     _rc, out, _err = cli("lint", str(GOOD), "-v")
     assert "PASSED" in out and "missing-ancestor-label" in out
+
+
+def test_the_text_says_each_not_evaluated_reason_once_and_which_object_a_repeated_risk_is(
+    tmp_path: Path, cli
+) -> None:
+    """Three TrainJobs of one runtime: "needs cluster evidence" was printed three times, word for word, and
+    three latent risks of one rule with nothing to tell them apart."""
+    from tests.lint.conftest import REPO
+
+    src = REPO / "examples" / "healthy-resume"
+    (tmp_path / "runtime.yaml").write_bytes((src / "runtime.yaml").read_bytes())
+    tj = (src / "trainjob.yaml").read_text()
+    for i in range(3):
+        tj_i = tj.replace("  name: sft-resumable\n", f"  name: sft-run-{i}\n", 1)
+        (tmp_path / f"trainjob-{i}.yaml").write_text(tj_i)
+    _rc, out, _err = cli("lint", str(tmp_path), "-v")
+    section = out.split("NOT EVALUATED", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    assert section and len(section) == len(set(section))  # no line twice
+    assert any(line.startswith("  fresh-start-after-restart (3 objects): needs cluster evidence") for line in section)
+    risks = [line for line in out.splitlines() if line.startswith("  - ")]
+    assert len(risks) == len(set(risks))  # the same risk of several objects names each

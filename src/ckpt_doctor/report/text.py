@@ -44,15 +44,21 @@ def build(diag: Diagnosis, verbose: bool = False) -> Text:
     if diag.latent:
         out.append("\nLATENT RISKS", "bold")
         out.append(" (causes that fail without a visible symptom yet)\n")
+        twice = {c.rule.id for c in diag.latent if sum(1 for x in diag.latent if x.rule.id == c.rule.id) > 1}
         for c in diag.latent:
-            _cause(out, c, "  - ")
+            _cause(out, c, "  - ", _subject(c) if c.rule.id in twice else "")
     ne = diag.not_evaluated()
     if ne:
         out.append(f"\nNOT EVALUATED ({len(ne)})\n", "bold yellow")
-        for n in ne if verbose else ne[:12]:
-            out.append(f"  {n.rule.id}: {n.result.reason}\n", "yellow")
-        if not verbose and len(ne) > 12:
-            out.append(f"  … {len(ne) - 12} more (-v lists all)\n", "yellow")
+        groups: dict[tuple[str, str], list[Finding]] = {}  # one line per rule and reason, however many objects
+        for n in ne:
+            groups.setdefault((n.rule.id, str(n.result.reason)), []).append(n)
+        lines = list(groups.items())
+        for (rid, reason), fs in lines if verbose else lines[:12]:
+            where = f" ({len(fs)} objects)" if len(fs) > 1 else (f" ({_subject(fs[0])})" if _subject(fs[0]) else "")
+            out.append(f"  {rid}{where}: {reason}\n", "yellow")
+        if not verbose and len(lines) > 12:
+            out.append(f"  … {len(lines) - 12} more (-v lists all)\n", "yellow")
     gaps = f.scope.snap.not_collected
     if gaps:
         out.append("\nNOTES\n" if f.mode == "lint" else "\nNOT COLLECTED\n", "bold yellow")
@@ -82,17 +88,26 @@ def _finding_line(out: Text, f: Finding, indent: str) -> None:
     out.append(f"  [{f.rule.severity}] {f.rule.id}\n", SEV_STYLE.get(f.rule.severity, ""))
 
 
-def _cause(out: Text, c: Finding, bullet: str) -> None:
+def _cause(out: Text, c: Finding, bullet: str, where: str = "") -> None:
     pad = " " * len(bullet)
     out.append(bullet)
     out.append(c.rule.title, "bold")
     conf = f", {c.result.confidence} confidence" if c.result.confidence != "high" else ""
-    out.append(f"  [{c.rule.severity}{conf}] {c.rule.id}\n", SEV_STYLE.get(c.rule.severity, ""))
+    where = f" · {where}" if where else ""
+    out.append(f"  [{c.rule.severity}{conf}] {c.rule.id}{where}\n", SEV_STYLE.get(c.rule.severity, ""))
     if c.result.detail:
         out.append(f"{pad}{c.result.detail}\n")
     _evidence(out, c, pad)
     out.append(f"{pad}fix: ", "bold green")
     out.append(f"{c.result.fix or c.rule.fix}\n")
+
+
+def _subject(f: Finding) -> str:
+    """What a finding is about, short: `Kind/name`, and the file and line when it has them (lint)."""
+    sub = f.result.subject or {}
+    name = f"{sub['kind']}/{sub['name']}" if sub.get("kind") and sub.get("name") else ""
+    at = f"{sub['file']}:{sub['line']}" if sub.get("file") and sub.get("line") else str(sub.get("file") or "")
+    return " at ".join(x for x in (name, at) if x)
 
 
 def _evidence(out: Text, f: Finding, pad: str) -> None:
