@@ -812,7 +812,7 @@ class Scenario:
                 "TrainingRuntime": "runtime.yaml",
                 "JobSet": "jobset.yaml",
                 "Event": "events.json",
-            }.get(kind, f"{kind.lower()}s.yaml")
+            }.get(kind, f"{kind.lower()}{'es' if kind.endswith('s') else 's'}.yaml")  # storageclasses.yaml
             if kind == "Event":  # `kubectl get events -o json`
                 (root / fname).write_text(
                     json.dumps(
