@@ -20,6 +20,14 @@ from ckpt_doctor.facts.program.config import get
 from ckpt_doctor.facts.program.model import STACK_NAMES, ConfigPart, Program, PythonPart
 
 HF_STACKS = ("hf-trainer", "llamafactory")
+DISCOVERY_WORDS = {  # how a program's rule for "the newest checkpoint" reads in a sentence
+    "numeric": "by the number in its name",
+    "mtime": "by modification time",
+    "hf-get-last": "with transformers' get_last_checkpoint",
+    "framework": "through the framework's own resume",
+    "lexical": "by comparing names as text, which their fixed width makes right",
+    "unordered": "in the order the file system lists them",
+}
 FRAMEWORK_DISCOVERY = {
     "hf-trainer": "HF Trainer picks checkpoint-N by its number (get_last_checkpoint)",
     "llamafactory": "LlamaFactory picks the newest checkpoint-N by its number",
@@ -179,7 +187,8 @@ def lexical_sort(facts: Facts, rule: Rule) -> Result:
     found = [(p, d) for p in prog.pythons for d in p.facts.discovery if d.kind != "unknown"]
     if found:
         p, d = found[0]
-        return ok(reason=f"the program picks the newest checkpoint by {d.kind} ({p.source.label}:{d.site.line})")
+        how = DISCOVERY_WORDS.get(d.kind, f"its {d.kind} rule")
+        return ok(reason=f"the program picks the newest checkpoint {how} ({p.source.label}:{d.site.line})")
     fw = next((s for s in FRAMEWORK_DISCOVERY if prog.has(s) and (prog.complete or prog.framework_entry)), None)
     if fw is not None and not any(p.facts.discovery for p in prog.pythons):
         return ok(reason=FRAMEWORK_DISCOVERY[fw])
