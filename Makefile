@@ -46,6 +46,7 @@ bench-all: bench
 	$(BIN)/python bench/bench_logs.py
 	$(BIN)/python bench/bench_redact.py
 	$(BIN)/python bench/bench_shell_parsers.py
+	$(BIN)/python bench/bench_program_readers.py
 	$(BIN)/python bench/bench_chart.py
 	$(BIN)/python bench/bench_fleet.py
 	$(BIN)/python bench/bench_watch.py

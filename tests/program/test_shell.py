@@ -953,7 +953,7 @@ def test_deep_nesting_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch) -> 
     assert prog.commands
 
 
-def test_a_200kb_script_is_read_fast() -> None:
+def test_a_200kb_script_is_read_whole() -> None:
     block = (
         "export V{i}=/mnt/{i}\n"
         'if [ -d "$V{i}" ]; then R{i}="--resume $V{i}"; fi\n'
@@ -963,17 +963,9 @@ def test_a_200kb_script_is_read_fast() -> None:
     )
     script = "".join(block.format(i=i) for i in range(1200))
     assert len(script) > 200_000
-    parse_shell("echo warm")
-    start = time.perf_counter()
     prog = parse_shell(script)
-    elapsed = time.perf_counter() - start
     assert len(prog.commands) >= 4 * 1200 and prog.errors == []
-    assert elapsed < 5, elapsed
-    # and twice the text takes about twice the time, not four times
-    start = time.perf_counter()
-    parse_shell(script[: len(script) // 2])
-    half = time.perf_counter() - start
-    assert elapsed < 3.5 * half + 0.2, (elapsed, half)
+    # how long it takes, and that twice the text takes about twice the time: bench/bench_program_readers.py
 
 
 def test_import_is_cheap_and_uses_only_tree_sitter() -> None:
