@@ -81,6 +81,8 @@ def check_output(path: str | Path, force: bool = False, directory: bool = False)
     if stat.S_ISDIR(st.st_mode):
         if directory and not any(p.iterdir()):
             return  # an empty directory may receive a bundle
+        if not directory:
+            raise WriteRefused("is a directory; give the name of a file to write", str(p))
         raise WriteRefused("exists and is not empty; choose a new directory or a .tar.gz", str(p))
     if directory and not stat.S_ISLNK(st.st_mode) and not force:
         raise WriteRefused("exists and is not a directory; choose a new name or pass --force", str(p))

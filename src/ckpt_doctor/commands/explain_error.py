@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="Example: kubectl apply -f trainjob.yaml 2>&1 | ckpt-doctor explain-error -",
     )
     p.add_argument("text", nargs="*", metavar="TEXT", help="the error text (several words are joined), or - for stdin")
-    p.add_argument("-o", "--output", choices=("text", "json", "markdown"), default="text")
+    p.add_argument(
+        "-o", "--output", choices=("text", "json", "markdown"), default="text", help="output format (default: text)"
+    )
     p.set_defaults(func=run)
 
 
