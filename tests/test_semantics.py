@@ -120,6 +120,17 @@ def test_trainer_version(tmp_path: Path, extra, meta, flag, want) -> None:
     assert (v.version, v.source) == want
 
 
+def test_a_flag_the_bundle_overrules_is_said_not_used(tmp_path: Path) -> None:
+    s = healthy_resume()
+    s.bundle_meta = {"trainerVersion": "v2.1.0"}
+    with open_bundle(s.write(tmp_path / "b")) as snap:
+        scope = build_scope(snap, pick_trainjob(snap, None))
+        v = trainer_version(scope, "v2.2")
+        same = trainer_version(scope, "v2.1")
+    assert (v.version, v.source) == ("v2.1", "bundle") and "--trainer-version v2.2 not used" in v.why
+    assert "not used" not in same.why
+
+
 def test_runtime_snapshot_configmap_is_the_runtime_used(tmp_path: Path) -> None:
     """v2.3 reads <trainjob>-runtime-snapshot; later edits of the runtime object do not count."""
     import yaml

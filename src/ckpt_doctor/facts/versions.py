@@ -44,7 +44,10 @@ def normalise(v: str) -> str | None:
 def trainer_version(scope: Scope, flag: str | None = None) -> TrainerVersion:
     meta_v = ((scope.snap.meta.get("cluster") or {}).get("trainerVersion")) if scope.snap.meta else None
     if meta_v and normalise(str(meta_v)):
-        return TrainerVersion(normalise(str(meta_v)) or NEWEST, "bundle", f"bundle.yaml says {meta_v}")
+        why = f"bundle.yaml says {meta_v}"
+        if flag and normalise(flag) and normalise(flag) != normalise(str(meta_v)):
+            why += f"; --trainer-version {flag} not used: what the cluster reported wins"
+        return TrainerVersion(normalise(str(meta_v)) or NEWEST, "bundle", why)
     if flag:
         n = normalise(flag)
         if n:
