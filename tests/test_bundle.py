@@ -118,6 +118,10 @@ def test_several_trainjobs(tmp_path: Path) -> None:
     assert failed(d, "sft-resumable") == set()
     assert failed(d, "team-a/other-job") == {"fresh-start-after-restart", "ckpt-dir-not-persistent"}
     assert_input_error(d, "not found", extra=("--trainjob", "nope"))
+    from tests.clirun import run_cli
+
+    got = run_cli(["diagnose", "--bundle", str(d), "--trainjob", "team-a/x/y"])  # not a name of any shape
+    assert got.rc == 2 and "expected NAME or NAMESPACE/NAME" in got.err
 
 
 def test_unknown_kinds_are_ignored(tmp_path: Path) -> None:

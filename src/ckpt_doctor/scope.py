@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckpt_doctor.coverage import ABSENT, Known
-from ckpt_doctor.errors import InputError
+from ckpt_doctor.errors import InputError, UsageError
 from ckpt_doctor.snapshot import Obj, Origin, Snapshot
 from ckpt_doctor.typed import clean
 from ckpt_doctor.yamlio import kube_objects
@@ -112,7 +112,9 @@ def pick_trainjob(snap: Snapshot, wanted: str | None) -> Obj:
     if not tjs:
         raise InputError("no TrainJob (trainer.kubeflow.org) found; add `kubectl get trainjob NAME -o yaml`", where)
     if wanted:
-        ns, _, name = wanted.rpartition("/")
+        ns, sep, name = wanted.strip().rpartition("/")
+        if not name or (sep and not ns) or "/" in ns:
+            raise UsageError(f"--trainjob {wanted!r}: expected NAME or NAMESPACE/NAME")
         hits = [t for t in tjs if t.name == name and (not ns or t.namespace == ns)]
         if len(hits) == 1:
             return hits[0]

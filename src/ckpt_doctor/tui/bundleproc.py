@@ -49,7 +49,7 @@ def serve(
     trainer_version: str | None = None,
     signatures: tuple[Path, ...] = (),
 ) -> None:
-    from ckpt_doctor.errors import InputError
+    from ckpt_doctor.errors import InputError, UsageError
     from ckpt_doctor.pipeline import diagnose_snapshot
     from ckpt_doctor.scope import pick_trainjob, trainjobs
     from ckpt_doctor.sources.bundle import load_bundle
@@ -70,7 +70,7 @@ def serve(
     if first:
         try:
             tj = pick_trainjob(snap, first)
-        except InputError as e:
+        except (InputError, UsageError) as e:
             _send(out, "error", first, str(e))
         else:
             key = f"{tj.namespace}/{tj.name}" if tj.namespace else tj.name
