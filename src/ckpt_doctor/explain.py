@@ -468,6 +468,12 @@ def explain(text: str) -> Explanation:
             f = Finding(rules[rid], Result("fail", None, [ev], cause, None, "high", fix))
             by_rule[rid] = f
             diag.findings.append(f)
+    for f in diag.findings:  # the rule's own fix sends the reader here: say what to do instead
+        if f.rule.id == REJECTED and not f.result.fix:
+            f.result.fix = (
+                "Read the field the denial names and the reason it gives; `ckpt-doctor lint` on the manifest "
+                "checks it against the cluster's Trainer version and finds the known causes"
+            )
     diag.findings.sort(key=lambda f: (0 if f.rule.kind == "symptom" else 1, f.rule.id))
     rewalk(diag)  # the symptom the denial is, and the causes the text shows, linked as in any diagnosis
     return Explanation(diag, matches, webhook.group(1) if webhook else None, _version_hint(text, matches))

@@ -470,3 +470,10 @@ def test_the_version_the_text_shows_is_the_document_s() -> None:
     assert explain('failed calling webhook "validator.trainjob.trainer.kubeflow.org": connection refused').to_json()[
         "trainerVersion"
     ] is None
+
+
+def test_an_unknown_denial_s_fix_does_not_send_the_reader_back_to_explain_error() -> None:
+    ex = explain(TJ + "spec.foo: Invalid value: something odd")
+    (f,) = [f for f in ex.diagnosis.findings if f.rule.id == R]
+    assert "explain-error" in f.rule.fix  # the rule's own fix, for diagnose and lint, points here
+    assert f.result.fix and "explain-error" not in f.result.fix and "ckpt-doctor lint" in f.result.fix
