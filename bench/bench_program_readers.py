@@ -25,26 +25,16 @@ import argparse
 import ast
 import gc
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from ckpt_doctor.facts.program.python import read_python
 from ckpt_doctor.facts.program.shell import parse_shell
 
-BLOCK = (
-    "def train_{i}(args):\n"
-    "    ckpts = sorted(glob.glob(os.path.join(args.output_dir, 'checkpoint-*')),\n"
-    "                   key=lambda p: int(p.split('-')[-1]))\n"
-    "    state = {{'model': model.state_dict(), 'optimizer': optimizer.state_dict(), 'step': step}}\n"
-    "    torch.save(state, os.path.join(args.output_dir, f'checkpoint-{{step}}.pt'))\n"
-    "    print(f'[checkpoint] saved {{step}}', flush=True)\n"
-    "    for x in range(10):\n"
-    "        y = x * 2 + 1\n"
-    "        if y > 3:\n"
-    "            logger.info('value %s', y)\n"
-    "    return ckpts[-1] if ckpts else None\n"
-)
-
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.program.test_python import _big as script  # the unit tests' megabyte script
 
 SHELL_BLOCK = (
     "export V{i}=/mnt/{i}\n"
@@ -53,10 +43,6 @@ SHELL_BLOCK = (
     'torchrun --nproc_per_node=8 t.py --out "${{V{i}:-/x}}" $R{i} | tee -a log\n'
     'f{i}() {{ echo "$1" && cd /w/{i}; }}\n'
 )
-
-
-def script(blocks: int) -> str:
-    return "import glob, os, torch\n" + "".join(BLOCK.format(i=i) for i in range(blocks))
 
 
 def seconds(fn: Callable[[], object]) -> float:
