@@ -15,7 +15,7 @@ from typing import Any
 
 from ckpt_doctor.engine.catalogue import default_rules
 from ckpt_doctor.engine.checks import snippet
-from ckpt_doctor.engine.checks.runtime import FIELD_VERSIONS
+from ckpt_doctor.engine.checks.runtime import FIELD_VERSIONS, has_field
 from ckpt_doctor.engine.model import Finding, Result
 from ckpt_doctor.engine.walk import Diagnosis, evaluate, rewalk
 from ckpt_doctor.facts.context import Facts
@@ -389,42 +389,23 @@ def _versioned_field(mt: Match) -> str | None:
     return top if top in VERSIONED else None
 
 
-def _version_hint(text: str, matches: list[Match]) -> str | None:
+def _version_from_text(text: str, matches: list[Match]) -> TrainerVersion | None:
+    """The Trainer versions the error text leaves possible, when it narrows them (its `why` is the hint shown);
+    None when the text does not tell."""
     for mt in matches:
         field = _versioned_field(mt) if mt.pattern.id == "unknown-field" else None
         if field == "terminationGracePeriodSeconds":
-            return "runtimePatches without terminationGracePeriodSeconds: the cluster runs Trainer v2.2"
+            why = "runtimePatches without terminationGracePeriodSeconds: the cluster runs Trainer v2.2"
+            return TrainerVersion("v2.2", "inferred", why)
         if field in VERSION_FIELDS:
-            return f"the cluster does not know spec.{field}, so it is not {VERSION_FIELDS[field]}"
+            left = tuple(v for v in KNOWN if not has_field(field, v))  # the versions that do not know it
+            why = f"the cluster does not know spec.{field}, so it is not {VERSION_FIELDS[field]}"
+            return TrainerVersion(left[-1], "inferred", why, left)
     for key, where in VERSION_FIELDS.items():
         if re.search(rf"spec\.{key}\b", text) and "unknown field" not in text and "not declared" not in text:
-            return f"the error names spec.{key}, so the cluster runs {where}"
-    return None
-
-
-def _having(field: str) -> tuple[str, ...]:
-    """The Trainer versions whose TrainJob has spec.`field` (FIELD_VERSIONS: first and last, None: still)."""
-    first, last = FIELD_VERSIONS[field]
-    return tuple(v for v in KNOWN if v >= first and (last is None or v <= last))  # "v2.N": one digit each
-
-
-def _hinted_version(text: str, matches: list[Match]) -> TrainerVersion | None:
-    """The Trainer versions the error text leaves possible, when it narrows them (else None: unknown)."""
-    hint = _version_hint(text, matches)
-    if hint is None:
-        return None
-    for mt in matches:
-        field = _versioned_field(mt) if mt.pattern.id == "unknown-field" else None
-        if field == "terminationGracePeriodSeconds":
-            return TrainerVersion("v2.2", "inferred", hint)
-        if field in VERSION_FIELDS:
-            left = tuple(v for v in KNOWN if v not in _having(field))  # the field is unknown there
-            if left:
-                return TrainerVersion(left[-1], "inferred", hint, left)
-    for key in VERSION_FIELDS:
-        if re.search(rf"spec\.{key}\b", text) and "unknown field" not in text and "not declared" not in text:
-            have = _having(key)
-            return TrainerVersion(have[-1], "inferred", hint, have)
+            have = tuple(v for v in KNOWN if has_field(key, v))
+            why = f"the error names spec.{key}, so the cluster runs {where}"
+            return TrainerVersion(have[-1], "inferred", why, have)
     return None
 
 
@@ -433,7 +414,7 @@ def explain(text: str) -> Explanation:
     snap = Snapshot(source="error-text", location="error text")
     facts = Facts(Scope(snap=snap, trainjob=None), mode="explain-error", error_text=text)
     matches = match(text)
-    hinted = _hinted_version(text, matches)
+    hinted = _version_from_text(text, matches)
     if hinted is not None:
         facts = facts.with_version(hinted)
     diag = evaluate(facts)
@@ -476,7 +457,7 @@ def explain(text: str) -> Explanation:
             )
     diag.findings.sort(key=lambda f: (0 if f.rule.kind == "symptom" else 1, f.rule.id))
     rewalk(diag)  # the symptom the denial is, and the causes the text shows, linked as in any diagnosis
-    return Explanation(diag, matches, webhook.group(1) if webhook else None, _version_hint(text, matches))
+    return Explanation(diag, matches, webhook.group(1) if webhook else None, hinted.why if hinted else None)
 
 
 def render_text(ex: Explanation) -> str:

@@ -141,6 +141,12 @@ def _vkey(v: str) -> tuple[int, int]:
     return int(a), int(b)
 
 
+def has_field(field: str, version: str) -> bool:
+    """Whether a TrainJob of Trainer `version` has spec.`field` (FIELD_VERSIONS)."""
+    lo, hi = FIELD_VERSIONS[field]
+    return _vkey(lo) <= _vkey(version) and (hi is None or _vkey(version) <= _vkey(hi))
+
+
 @check("override-field-unsupported")
 def override_field_unsupported(facts: Facts, rule: Rule) -> Result:
     if facts.mode == "explain-error":
@@ -163,7 +169,7 @@ def override_field_unsupported(facts: Facts, rule: Rule) -> Result:
     for fname, (lo, hi) in FIELD_VERSIONS.items():
         if fname not in tj.spec:
             continue
-        if _vkey(v.version) < _vkey(lo) or (hi is not None and _vkey(v.version) > _vkey(hi)):
+        if not has_field(fname, v.version):
             span = f"{lo}" + (f"–{hi}" if hi and hi != lo else ("+" if hi is None else ""))
             bad.append((fname, span))
     for i, p in enumerate(tj.spec.get("runtimePatches") or []):
