@@ -72,7 +72,10 @@ class FixOutcome:
     after: LintResult
     changes: list[FileChange]
     not_fixed: list[str]  # fixable findings whose fix needs a human, with the reason
-    written: bool
+
+    @property
+    def written(self) -> bool:
+        return any(c.written is not None for c in self.changes)
 
     @property
     def diff(self) -> str:
@@ -134,7 +137,6 @@ def fix_result(result: LintResult, write: bool = True) -> FixOutcome:
         for d in texts
         if texts[d] != files[d].text
     ]
-    written = False
     if write:
         for c in changes:
             if c.file.path is None:
@@ -142,9 +144,8 @@ def fix_result(result: LintResult, write: bool = True) -> FixOutcome:
             elif not c.file.utf8:
                 c.refused = "it is not valid UTF-8, and a rewrite would change bytes"
             else:
-                try:
-                    c.written = write_fixed(c.file.path, c.new)
-                    written = True
+                try:  # mkstemp beside it, os.replace, mode kept; a symlink is edited where it points
+                    c.written = edit_in_place(c.file.path, c.new)
                 except WriteFailed as e:  # the system said no: exit 3, nothing half-written
                     raise InputError(f"cannot write the fixed file: {e.reason}", c.file.display) from None
                 except WriteRefused as e:  # our rules said no (read-only, hard links): said, and the rest goes on
@@ -153,13 +154,7 @@ def fix_result(result: LintResult, write: bool = True) -> FixOutcome:
                 not_fixed.append(f"not written {c.file.display}: {c.refused}")
     on_disk = [c for c in changes if c.file.path is not None and (not write or c.written is not None)]
     after = _relint(result, {c.file.path: c.new for c in on_disk if c.file.path is not None}, texts)
-    return FixOutcome(result, after, changes, not_fixed, written)
-
-
-def write_fixed(path: Path, text: str) -> Written:
-    """Replace `path` in one step (safewrite.edit_in_place: mkstemp beside it, os.replace, mode kept; a symlink
-    is edited where it points; read-only and hard-linked files are refused)."""
-    return edit_in_place(path, text)
+    return FixOutcome(result, after, changes, not_fixed)
 
 
 def _relint(result: LintResult, overrides: dict[Path, str], texts: dict[str, str]) -> LintResult:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich.text import Text
 
 from ckpt_doctor.engine.model import Finding
@@ -44,9 +46,9 @@ def build(diag: Diagnosis, verbose: bool = False) -> Text:
     if diag.latent:
         out.append("\nLATENT RISKS", "bold")
         out.append(" (causes that fail without a visible symptom yet)\n")
-        twice = {c.rule.id for c in diag.latent if sum(1 for x in diag.latent if x.rule.id == c.rule.id) > 1}
+        per_rule = Counter(c.rule.id for c in diag.latent)
         for c in diag.latent:
-            _cause(out, c, "  - ", _subject(c) if c.rule.id in twice else "")
+            _cause(out, c, "  - ", _subject(c) if per_rule[c.rule.id] > 1 else "")
     ne = diag.not_evaluated()
     if ne:
         out.append(f"\nNOT EVALUATED ({len(ne)})\n", "bold yellow")
@@ -55,7 +57,8 @@ def build(diag: Diagnosis, verbose: bool = False) -> Text:
             groups.setdefault((n.rule.id, str(n.result.reason)), []).append(n)
         lines = list(groups.items())
         for (rid, reason), fs in lines if verbose else lines[:12]:
-            where = f" ({len(fs)} objects)" if len(fs) > 1 else (f" ({_subject(fs[0])})" if _subject(fs[0]) else "")
+            where = f"{len(fs)} objects" if len(fs) > 1 else _subject(fs[0])
+            where = f" ({where})" if where else ""
             out.append(f"  {rid}{where}: {reason}\n", "yellow")
         if not verbose and len(lines) > 12:
             out.append(f"  … {len(lines) - 12} more (-v lists all)\n", "yellow")
