@@ -406,12 +406,12 @@ def redact_svg(svg: str, diag: Diagnosis | None = None) -> str:
     def escaped(text: str) -> str:
         return html.escape(text, quote=False).replace(" ", "&#160;")
 
-    runs: list[list[str]] = []  # [what comes before, the whole element, its text as shown, redacted], in order
+    runs: list[list[str]] = []  # [what comes before, the whole element, its tags, its text as shown, redacted]
     lines: list[str | None] = []  # each run's screen line (None: not part of one)
     pos = 0
     for m in _SVG_TEXT.finditer(svg):
         text = shown(m.group(2))
-        runs.append([svg[pos : m.start()], m.group(0), text, r.text(text)])
+        runs.append([svg[pos : m.start()], m.group(0), m.group(1), m.group(3), text, r.text(text)])
         line = _SVG_LINE.search(m.group(1))
         lines.append(line.group(1) if line else None)
         pos = m.end()
@@ -420,22 +420,18 @@ def redact_svg(svg: str, diag: Diagnosis | None = None) -> str:
         if key is not None and len(idx) > 1:
             _mask_line([runs[i] for i in idx], r)
     out: list[str] = []
-    for before, whole, text, red in runs:
+    for before, whole, open_tag, close_tag, text, red in runs:
         out.append(before)
-        if red == text:
-            out.append(whole)
-        else:
-            m = _SVG_TEXT.match(whole)
-            out.append(str(m.group(1)) + escaped(red) + str(m.group(3)))
+        out.append(whole if red == text else open_tag + escaped(red) + close_tag)
     out.append(svg[pos:])
     return "".join(out)
 
 
 def _mask_line(runs: list[list[str]], r: Redactor) -> None:
-    """Mask, in a screen line's runs (their redacted texts, index 3), what the redactor finds in the whole line."""
+    """Mask, in a screen line's runs (their redacted texts, index 5), what the redactor finds in the whole line."""
     import difflib
 
-    texts = [run[3] for run in runs]
+    texts = [run[5] for run in runs]
     joined = "".join(texts)
     red = r.text(joined)
     if red == joined:
@@ -449,7 +445,7 @@ def _mask_line(runs: list[list[str]], r: Redactor) -> None:
             masked[i1:i2] = MASK * (i2 - i1)
     at = 0
     for run, text in zip(runs, texts, strict=True):
-        run[3] = "".join(masked[at : at + len(text)])
+        run[5] = "".join(masked[at : at + len(text)])
         at += len(text)
 
 
