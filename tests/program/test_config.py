@@ -286,3 +286,15 @@ def test_pathological_configs() -> None:
         assert isinstance(read_config(text, name), ConfigDoc)
     doc = read_config("&a [*a]", "x.yaml")
     get(doc, "0.0.0.0.0")
+
+
+def test_python_s_dash_c_is_the_program_not_a_config() -> None:
+    """`python -c CODE` runs CODE; `-c` names a config only for the tools that take one (it read the inline
+    program as a config file in the image, and then nothing of the job could be judged)."""
+    from ckpt_doctor.facts.program.model import find_entry
+
+    code = "import torch\nprint(1)\n"
+    e = find_entry(["python", "-u", "-c", code, "--config", "run.yaml"])
+    assert (e.kind, e.value) == ("inline", code) and e.configs == ["run.yaml"]
+    assert find_entry(["python3.11", "-c", code]).configs == []
+    assert find_entry(["torchrun", "--nproc_per_node", "2", "train.py", "-c", "a.yaml"]).configs == ["a.yaml"]

@@ -318,7 +318,18 @@ def _launcher_entry(rest: list[str], configs: list[str]) -> Entry:
 
 def _config_args(v: list[str]) -> list[str]:
     out = []
+    python_opts = False  # among the options of a python interpreter, where `-c` is the program, not a config
+    code_at = -1
     for j, a in enumerate(v):
+        if _PY.match(_base(a)):
+            python_opts = True
+            continue
+        if python_opts and a == "-c":
+            code_at, python_opts = j + 1, False
+            continue
+        python_opts = python_opts and a.startswith("-")
+        if j == code_at:
+            continue
         if a.startswith("-") and "=" in a and a.split("=", 1)[0] in CONFIG_FLAGS:
             out.append(a.split("=", 1)[1])
         elif a in CONFIG_FLAGS and j + 1 < len(v):
