@@ -138,3 +138,18 @@ def test_exit_codes_over_the_fleet() -> None:
     assert exit_code(result(0, error=True)) == 0 and exit_code(result(0, error=True), strict=True) == 4
     assert exit_code(result(0, ns_error=True), strict=True) == 4
     assert exit_code(result(1, error=True), strict=True) == 1
+
+
+def test_without_the_pods_a_row_says_unknown_not_idle_and_no_steps_lost(tmp_path: Path) -> None:
+    """Unknown is not absent: with the pod list (and so every attempt) not collected, a row said `idle` and 0
+    steps lost, complete; the watcher exported the same as metrics."""
+    import shutil
+
+    d = tmp_path / "b"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "healthy-resume", d)
+    for name in ("pods.yaml", "bundle.yaml", "jobset.yaml", "events.json", "jobs.yaml"):
+        (d / name).unlink()
+    shutil.rmtree(d / "logs")
+    got = run_cli(["diagnose", "--bundle", str(d), "--all", "-o", "json"])
+    (row,) = got.json()["trainjobs"]
+    assert row["state"] == "unknown" and row["stepsLost"]["steps"] is None, row

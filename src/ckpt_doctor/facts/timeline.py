@@ -197,22 +197,25 @@ class Timeline:
     interruptions: list[Interruption]
     collected_at: str
     notes: list[str] = field(default_factory=list)
+    unseen: str | None = None  # why attempts may be missing from it (the pods were not collected), or None
 
     @property
     def steps_lost(self) -> int | None:
-        """Steps redone over all interruptions; None when none is known (see `lost_complete`)."""
+        """Steps redone over all interruptions; None when none is known (see `lost_complete`), and when
+        none was seen but the pods that would show one were not collected."""
         known = [i.steps_lost for i in self.interruptions if i.steps_lost is not None]
-        return sum(known) if known else (0 if not self.interruptions else None)
+        return sum(known) if known else (0 if not self.interruptions and not self.unseen else None)
 
     @property
     def lost_complete(self) -> bool:
-        """Every interruption's loss is known (else `steps_lost` is a lower bound)."""
-        return all(i.steps_lost is not None for i in self.interruptions)
+        """Every interruption's loss is known, and every attempt could be seen (else `steps_lost` is a
+        lower bound)."""
+        return not self.unseen and all(i.steps_lost is not None for i in self.interruptions)
 
     @property
     def gpu_hours_lost(self) -> float | None:
         known = [i.gpu_hours for i in self.interruptions if i.gpu_hours is not None]
-        return sum(known) if known else (0.0 if not self.interruptions else None)
+        return sum(known) if known else (0.0 if not self.interruptions and not self.unseen else None)
 
     @property
     def gpu_hours_complete(self) -> bool:
@@ -328,7 +331,9 @@ def build_timeline(facts: Facts) -> Timeline:
     _gpus_for_inferred(facts, attempts)
     interruptions = _interruptions(attempts, collected)
     notes = _notes(attempts)
-    return Timeline(attempts, interruptions, collected, notes)
+    pods = sc.snap.coverage.kind("Pod")  # no pod list seen: attempts may be missing, not absent
+    unseen = f"pods not collected: {pods.reason}" if pods.unknown else None
+    return Timeline(attempts, interruptions, collected, notes, unseen)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.timeline import timeline_of
 from ckpt_doctor.scope import Scope, claim_names, runtime_ref
 
-STATES = ("running", "pending", "suspended", "complete", "failed", "idle")
+STATES = ("running", "pending", "suspended", "complete", "failed", "idle", "unknown")
 # how the latest attempt began (a StateSet): resumed from its newest checkpoint; from an older one; from
 # step 0 although an earlier attempt had trained; no resume to judge (the first start, or a restart with
 # nothing trained before it); unknown (its start could not be read or judged)
@@ -138,7 +138,8 @@ def summarize(diag: Diagnosis) -> JobSummary:
 
 
 def job_state(sc: Scope) -> str:
-    """running | pending | suspended | complete | failed | idle (no pod running or pending, no end yet)."""
+    """running | pending | suspended | complete | failed | idle (no pod running or pending, no end yet) |
+    unknown (no end yet, and the pods were not collected)."""
     tj = sc.trainjob
     assert tj is not None
     for ctype in ("Complete", "Failed"):
@@ -153,7 +154,7 @@ def job_state(sc: Scope) -> str:
         return "running"
     if "Pending" in phases:
         return "pending"
-    return "idle"
+    return "unknown" if sc.snap.coverage.kind("Pod").unknown else "idle"
 
 
 def attempt_count(sc: Scope, h: History) -> int:

@@ -73,6 +73,8 @@ def remember(memory: dict[int, int], s: JobSummary) -> None:
 def remembered_loss(s: JobSummary, memory: dict[int, int]) -> tuple[int | None, bool]:
     """Steps lost over the interruptions, each from this diagnosis when it can say, else from the last step
     an earlier diagnosis saw the attempt before reach (a lower bound: it may have gone further)."""
+    if not s.interruptions:  # none seen: the diagnosis says whether none happened (or the pods went unseen)
+        return s.lost.steps, not s.lost.partial
     total, complete, measured = 0, True, False
     for before, _after, began_at, lost in s.interruptions:
         if lost is not None:
