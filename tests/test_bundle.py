@@ -186,3 +186,16 @@ def test_overlapping_dumps_collapse_and_the_newer_copy_wins(tmp_path: Path) -> N
         assert len(snap.of_kind("Job")) == 2  # same name, two uids: a JobSet restart recreated it
         assert any("JobSet/team-a/sft-resumable appears twice" in n and "52390" in n for n in snap.notes)
     assert not diag.failed()
+
+
+def test_an_object_file_under_logs_is_said_not_read(tmp_path: Path) -> None:
+    """contracts.md §2: any nesting, except under logs/. A runtime put under a logs/ directory was dropped
+    without a word, and the rules that need it went not_evaluated with no reason the user could act on."""
+    from ckpt_doctor.sources.bundle import load_bundle
+
+    d = tmp_path / "b"
+    shutil.copytree(EXAMPLE, d)
+    (d / "team" / "logs").mkdir(parents=True)
+    (d / "runtime.yaml").rename(d / "team" / "logs" / "runtime.yaml")
+    snap = load_bundle(d)
+    assert any(n.startswith("team/logs/runtime.yaml: under logs/") for n in snap.notes), snap.notes

@@ -213,6 +213,8 @@ def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
             key = _log_key(Path(*rel.parts[at + 1 :]))
             if key is not None:
                 snap.logs[key] = LogRef(key[0], key[1], key[2], path=f)
+            elif f.suffix.lower() in OBJECT_SUFFIXES:  # contracts.md §2: no objects under logs/; say so
+                snap.notes.append(f"{rel}: under logs/, so not read as objects (logs/ holds logs only)")
             continue
         if f.suffix.lower() not in OBJECT_SUFFIXES:
             continue
