@@ -212,11 +212,11 @@ def edit_in_place(path: str | Path, data: bytes | str, encoding: str = "utf-8") 
 
 def replace_dir(tmp: Path, out: Path, force: bool = False) -> None:
     """Move a directory filled under a temporary name to `out` (an absent path, an empty directory, or with
-    `force` a symlink, which is replaced itself)."""
+    `force` a symlink or a file, which is replaced itself)."""
     check_output(out, force, directory=True)
     if os.path.lexists(out):
-        if out.is_symlink():
-            out.unlink()
+        if out.is_symlink() or not out.is_dir():
+            out.unlink()  # with --force (check_output refused it otherwise)
         else:
             out.rmdir()  # empty: checked above
     os.replace(tmp, out)

@@ -119,6 +119,16 @@ def test_collect_refuses_an_existing_output_unless_forced(served: Path, tmp_path
     assert tarfile.is_tarfile(out) and stat.S_IMODE(out.stat().st_mode) == 0o640
 
 
+def test_collect_to_a_folder_over_a_file_needs_force_and_then_replaces_it(served: Path, tmp_path: Path) -> None:
+    out = tmp_path / "evidence"  # a folder bundle, where a file stands
+    out.write_text("notes\n")
+    got = run_cli(["collect", "sft-resumable", "-o", str(out), "--kubeconfig", str(served), "-q"])
+    assert got.rc == 3 and "--force" in got.err and out.read_text() == "notes\n"
+    forced = run_cli(["collect", "sft-resumable", "-o", str(out), "--kubeconfig", str(served), "-q", "--force"])
+    assert forced.rc == 0, forced.err  # it collected everything, then failed: "Not a directory"
+    assert (out / "bundle.yaml").exists()
+
+
 def test_collect_never_writes_through_a_symlink(served: Path, tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
