@@ -99,6 +99,20 @@ def test_dry_run_attached_names_the_pod_and_the_node(make_cluster: Any) -> None:
     assert "kubectl cordon gpu-node-a" in got.err and "kubectl uncordon gpu-node-a" in got.err
 
 
+def test_what_the_cluster_reports_wins_over_the_trainer_version_flag(make_cluster: Any) -> None:
+    """contracts.md: the cluster's record, else --trainer-version. The drill had it the other way round,
+    so it steered with one version's field while its diagnoses judged by another."""
+    c = make_cluster(correct())  # the fake controller's image says v2.1
+    c.seed()
+    _wait_pod(c)
+    got = c.drill(f"{NS}/{NAME}", "--dry-run", "--trainer-version", "v2.3", "-o", "json")
+    assert got.rc == 0, got.err
+    doc = got.json()
+    assert doc["trainerVersion"] == "v2.1"
+    notes = " ".join(n for s in doc["steps"] for n in s.get("notes") or [])
+    assert "--trainer-version v2.3 not used" in notes
+
+
 def _wait_pod(c: Cluster) -> str:
     import time
 

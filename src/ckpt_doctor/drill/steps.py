@@ -203,28 +203,24 @@ def _preflight_target(d: Drill, sr: StepResult) -> dict[str, Any] | None:
 
 
 def _preflight_version(d: Drill, sr: StepResult, tj: dict[str, Any] | None) -> None:
-    from ckpt_doctor.facts.versions import normalise
     from ckpt_doctor.sources.live.collector import _image_version
 
-    if d.opts.trainer_version:
-        d.s.version, d.s.version_why = normalise(d.opts.trainer_version), f"--trainer-version {d.opts.trainer_version}"
-    else:
-        dep = None
+    tag = ""
+    if d.actions is not None:  # what the cluster reports wins over --trainer-version (contracts.md), as in diagnose
         try:
-            dep = d.actions.get(DEPLOYMENT, TRAINER_DEPLOYMENT[1], TRAINER_DEPLOYMENT[0])  # type: ignore[union-attr]
+            dep = d.actions.get(DEPLOYMENT, TRAINER_DEPLOYMENT[1], TRAINER_DEPLOYMENT[0])
         except CallError:
             dep = None
         tag = _image_version(dep) if dep else ""
-        if tag and normalise(tag):
-            d.s.version, d.s.version_why = normalise(tag), f"the Trainer controller's image is {tag}"
-        else:
-            d.s.version = _version_from_manifests(d, tj)
+    d.s.version = _version_from_manifests(d, tj, tag)
     sr.evidence.append({"type": "field", "object": "Trainer", "path": "version", "value": d.s.version})
     if d.s.version_why:
         sr.notes.append(f"Trainer {d.s.version}: {d.s.version_why}")
 
 
-def _version_from_manifests(d: Drill, tj: dict[str, Any] | None = None) -> str:
+def _version_from_manifests(d: Drill, tj: dict[str, Any] | None = None, cluster_tag: str = "") -> str:
+    """The Trainer version by the one precedence (facts.versions.trainer_version): the controller's image tag
+    (the cluster's record), else --trainer-version, else what the TrainJob's fields show, else the newest."""
     from ckpt_doctor.facts.versions import trainer_version
     from ckpt_doctor.scope import Scope
     from ckpt_doctor.snapshot import Obj, Snapshot
@@ -232,7 +228,8 @@ def _version_from_manifests(d: Drill, tj: dict[str, Any] | None = None) -> str:
     raw = tj
     if raw is None and d.s.to_create:
         raw = next((x for x, _ in d.s.to_create if x.get("kind") == "TrainJob"), None)
-    v = trainer_version(Scope(snap=Snapshot(), trainjob=Obj(raw) if raw else None))
+    snap = Snapshot(source="live", meta={"cluster": {"trainerVersion": cluster_tag}} if cluster_tag else {})
+    v = trainer_version(Scope(snap=snap, trainjob=Obj(raw) if raw else None), d.opts.trainer_version)
     d.s.version_why = v.why
     return v.version
 

@@ -44,7 +44,7 @@ def normalise(v: str) -> str | None:
 def trainer_version(scope: Scope, flag: str | None = None) -> TrainerVersion:
     meta_v = ((scope.snap.meta.get("cluster") or {}).get("trainerVersion")) if scope.snap.meta else None
     if meta_v and normalise(str(meta_v)):
-        why = f"bundle.yaml says {meta_v}"
+        why = f"the cluster reports {meta_v}" if scope.snap.source == "live" else f"bundle.yaml says {meta_v}"
         if flag and normalise(flag) and normalise(flag) != normalise(str(meta_v)):
             why += f"; --trainer-version {flag} not used: what the cluster reported wins"
         return TrainerVersion(normalise(str(meta_v)) or NEWEST, "bundle", why)
