@@ -73,10 +73,6 @@ class Change:
     result: Any = None
 
 
-def kind_of(name: str) -> Kind:
-    return {k.kind: k for k in (*CREATABLE.values(), POD, NODE, JOBSET, EVENT)}[name]
-
-
 def q(text: str) -> str:
     return shlex.quote(text)
 
@@ -353,9 +349,6 @@ class Actions:
         return Change(f"{'cordon' if on else 'uncordon'} node {node}", lines, apply)
 
     # -- undo (cleanup) ----------------------------------------------------------------------------
-    def unsteer_patch_line(self, ops: list[dict[str, Any]]) -> str:
-        return self._kc("patch", f"trainjob/{self.name}", "--type=json", "-p", q(compact(ops)))
-
     def unmark(self, kind: Kind, name: str, ns: str | None) -> Change | None:
         obj = self.get(kind, name, ns)
         patch = marks.unmark_patch(obj) if obj is not None else None

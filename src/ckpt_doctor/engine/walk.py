@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ckpt_doctor import __version__
@@ -97,6 +98,13 @@ def _stored_explainer() -> Explainer | None:
     catalogue as it is (its digest matches): a diagnosis then needs no graph built at run time,
     nor networkx imported (a third of a small diagnosis's CPU). make docs writes the table with
     networkx; tests keep it current."""
+    table = _stored_table(default_digest())
+    return None if table is None else (lambda symptom: list(table.get(symptom, [])))
+
+
+@cache
+def _stored_table(digest: str) -> dict[str, list[str]] | None:
+    """rules/index.json's table, read once per process (a fleet or the watcher diagnoses many TrainJobs)."""
     import json
 
     from ckpt_doctor.data import rules_dir
@@ -105,12 +113,10 @@ def _stored_explainer() -> Explainer | None:
         index = json.loads((rules_dir() / "index.json").read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(index, dict) or index.get("digest") != default_digest():
+    if not isinstance(index, dict) or index.get("digest") != digest:
         return None
     table = index.get("explaining")
-    if not isinstance(table, dict):
-        return None
-    return lambda symptom: list(table.get(symptom, []))
+    return table if isinstance(table, dict) else None
 
 
 def _explainer(rules: list[Rule] | None, checks: dict[str, Any], graph: nx.DiGraph | None) -> Explainer:

@@ -13,7 +13,7 @@ from ckpt_doctor.facts.logs import Signature, load_signatures
 from ckpt_doctor.facts.overrides import TrainerJob, find_trainer_job, merged_trainer_pod_spec, pod_container
 from ckpt_doctor.facts.program import TrainerSpec
 from ckpt_doctor.facts.program.model import Program, add_log_stacks, build_program
-from ckpt_doctor.facts.storage import CkptDir, checkpoint_dirs, claim_templates
+from ckpt_doctor.facts.storage import PERSISTENT_SOURCES, CkptDir, checkpoint_dirs, claim_templates
 from ckpt_doctor.facts.versions import TrainerVersion, trainer_version
 from ckpt_doctor.scope import Scope, runtime_ref
 from ckpt_doctor.snapshot import Obj
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ckpt_doctor.engine.model import Rule
 
 NEEDS_CLUSTER = "needs cluster evidence (pods, events, logs); lint sees only manifests"
-DURABLE = ("persistentVolumeClaim", "nfs", "cephfs", "glusterfs", "iscsi", "rbd", "azureFile")
 # frameworks that save checkpoints unless told not to (HF Trainer's save_strategy, Lightning's
 # ModelCheckpoint, torchtune's epoch saves, training_hub's epoch checkpoints)
 SAVING_STACKS = ("hf-trainer", "llamafactory", "lightning", "torchtune", "training-hub")
@@ -112,7 +111,7 @@ class Facts:
             return "present", f"it writes checkpoints to {self.ckpt_dirs[0].raw} ({self.ckpt_dirs[0].source})", []
         vols = [v for v in spec.pod_spec.get("volumes") or [] if isinstance(v, dict)]
         mounted = {str(m.get("name")) for m in (spec.container or {}).get("volumeMounts") or [] if isinstance(m, dict)}
-        durable = [v for v in vols if str(v.get("name")) in mounted and any(k in v for k in DURABLE)]
+        durable = [v for v in vols if str(v.get("name")) in mounted and any(k in v for k in PERSISTENT_SOURCES)]
         templates = set(claim_templates(sc)) & mounted
         if durable or templates:
             name = durable[0].get("name") if durable else sorted(templates)[0]

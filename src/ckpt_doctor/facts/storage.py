@@ -17,6 +17,9 @@ from ckpt_doctor.facts.program.model import Program
 from ckpt_doctor.scope import Scope
 from ckpt_doctor.snapshot import Obj
 
+# volume sources whose data outlives the pod and its node (what a checkpoint must be written to)
+PERSISTENT_SOURCES = ("persistentVolumeClaim", "nfs", "cephfs", "glusterfs", "iscsi", "rbd", "azureFile")
+
 CKPT_ENV = (
     "CKPT_DIR",
     "CHECKPOINT_DIR",

@@ -44,10 +44,6 @@ def set_limits(limits: Limits) -> None:
     _limits = limits
 
 
-def current_limits() -> Limits:
-    return _limits
-
-
 @contextmanager
 def _removed_on_termination() -> Iterator[None]:
     """SIGTERM or SIGHUP while an archive is extracted (or read from its extraction) unwinds like Ctrl-C, so

@@ -135,7 +135,6 @@ class AttemptView:
     drop: str = ""  # the rewind into this attempt: `↓ 1020 → 950, 70 steps lost`
     lost: int | None = None  # steps lost at its start (None: not known, or no interruption before it)
     behind_save: int | None = None  # how far behind the newest complete save it resumed
-    end_kind: str = ""  # facts.timeline.ENDINGS
     log_line: int | None = None  # the line of its log that says how it began (enter opens it there)
     log_text: str = ""
 
@@ -193,10 +192,6 @@ class JobRow:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
-
-    def matches(self, needle: str) -> bool:
-        n = needle.lower()
-        return any(n in s.lower() for s in (self.key, self.state, self.verdict))
 
 
 class Deferred:
@@ -847,7 +842,6 @@ def build_attempts(diag: Diagnosis, now: float) -> list[AttemptView]:
                 drop=into.label if into is not None else "",
                 lost=into.steps_lost if into is not None else None,
                 behind_save=into.behind_save if into is not None else None,
-                end_kind=a.end.kind,
                 log_line=a.start_line if a.start_log else None,
                 log_text=a.start_text if a.start_log else "",
             )

@@ -8,7 +8,7 @@ from ckpt_doctor.engine.checks import absence, check, event_ev, field_ev
 from ckpt_doctor.engine.checks.symptoms import volume_events
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
-from ckpt_doctor.facts.storage import CkptDir, node_local
+from ckpt_doctor.facts.storage import PERSISTENT_SOURCES, CkptDir, node_local
 from ckpt_doctor.scope import claim_names
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ def _dir_ev(cd: CkptDir) -> list[dict[str, Any]]:
     return ev
 
 
-PERSISTENT_SOURCES = ("persistentVolumeClaim", "nfs", "cephfs", "glusterfs", "iscsi", "rbd", "azureFile")
 
 
 @check("ckpt-dir-not-persistent")

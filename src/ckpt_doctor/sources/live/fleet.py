@@ -31,7 +31,7 @@ from ckpt_doctor.errors import InputError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 from ckpt_doctor.scope import JOBSET_NAME_LABEL, Scope, claim_names
 from ckpt_doctor.snapshot import Obj, Snapshot
-from ckpt_doctor.sources.live.client import PAGE, Api, CallError, Cluster, gap_reason, kind_words
+from ckpt_doctor.sources.live.client import PAGE, Api, CallError, Cluster, gap_reason
 from ckpt_doctor.sources.live.collector import Collected, Collector, _configmap_refs, _owned_by
 from ckpt_doctor.sources.live.kinds import (
     CLUSTERTRAININGRUNTIME,
@@ -751,7 +751,3 @@ def _has_prefix(name: str, jobs: set[str]) -> bool:
             return True
         i = name.find("-", i + 1)
     return False
-
-
-def describe_error(e: CallError) -> str:
-    return f"{kind_words(e)}: {e.message}"
