@@ -277,21 +277,19 @@ def _lint(d: Drill, st: Step, sr: StepResult, problems: list[str], ok: list[str]
 
 def _add_cluster_runtime(d: Drill) -> None:
     """A TrainJob among the manifests whose runtime is not: lint it with the cluster's runtime."""
+    from ckpt_doctor.scope import runtime_ref
     from ckpt_doctor.snapshot import Obj, Origin
-    from ckpt_doctor.sources.live.kinds import CLUSTERTRAININGRUNTIME, TRAININGRUNTIME
+    from ckpt_doctor.sources.live.kinds import runtime_kind
 
     mset = d.s.manifests
     if mset is None or d.actions is None:
         return
     tj = next(o for o in mset.snapshot.objects if o.kind == "TrainJob")
-    ref = tj.spec.get("runtimeRef") or {}
-    kind = ref.get("kind") or "ClusterTrainingRuntime"
-    name = ref.get("name")
-    if not name or mset.snapshot.get(kind, str(name)) is not None:
+    name, kind, _ = runtime_ref(tj)
+    if not name or mset.snapshot.get(kind, name) is not None:
         return
-    k = TRAININGRUNTIME if kind == "TrainingRuntime" else CLUSTERTRAININGRUNTIME
     try:
-        rt = d.actions.get(k, str(name), d.ns)
+        rt = d.actions.get(runtime_kind(kind), name, d.ns)
     except CallError:
         rt = None
     if rt is not None:

@@ -21,12 +21,19 @@ from typing import TYPE_CHECKING, Any
 from ckpt_doctor.coverage import apply_absent_or_log, apply_gap, plural
 from ckpt_doctor.errors import InputError, UsageError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
-from ckpt_doctor.scope import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL, Scope, claim_names, owned_by, replicated_jobs
+from ckpt_doctor.scope import (
+    JOBSET_NAME_LABEL,
+    REPLICATED_JOB_LABEL,
+    Scope,
+    claim_names,
+    owned_by,
+    replicated_jobs,
+    runtime_ref,
+)
 from ckpt_doctor.snapshot import Gap, LogSpool, Obj, Snapshot
 from ckpt_doctor.sources.bundle_write import FILE_NAMES
 from ckpt_doctor.sources.live.client import Api, CallError, Cluster, connect, gap_reason, kind_words
 from ckpt_doctor.sources.live.kinds import (
-    CLUSTERTRAININGRUNTIME,
     CONFIGMAP,
     DEPLOYMENT,
     EVENT,
@@ -38,10 +45,10 @@ from ckpt_doctor.sources.live.kinds import (
     PVC,
     STORAGECLASS,
     TRAINER_DEPLOYMENT,
-    TRAININGRUNTIME,
     TRAINJOB,
     WORKLOAD,
     Kind,
+    runtime_kind,
 )
 from ckpt_doctor.sources.live.logs import (
     Keep,
@@ -198,13 +205,8 @@ class Collector:
 
     def read_objects(self, pool: ThreadPoolExecutor, tj: dict[str, Any], out: Collected) -> None:
         ns, name = self.namespace, self.name
-        ref = (tj.get("spec") or {}).get("runtimeRef") or {}
-        rkind = (
-            CLUSTERTRAININGRUNTIME
-            if ref.get("kind", "ClusterTrainingRuntime") != "TrainingRuntime"
-            else TRAININGRUNTIME
-        )
-        rname = str(ref.get("name") or "")
+        rname, kind, _ = runtime_ref(Obj(tj))
+        rkind = runtime_kind(kind)
         sel = f"{JOBSET_NAME_LABEL}={name}"
         jobs: dict[str, Future[Any]] = {
             "runtime": pool.submit(self.api.get, rkind, rname, ns) if rname else _done(None),

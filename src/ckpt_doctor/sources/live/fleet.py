@@ -29,7 +29,7 @@ from typing import Any
 
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
-from ckpt_doctor.scope import JOBSET_NAME_LABEL, Scope, claim_names
+from ckpt_doctor.scope import JOBSET_NAME_LABEL, Scope, claim_names, runtime_ref
 from ckpt_doctor.snapshot import Obj, Snapshot
 from ckpt_doctor.sources.live.client import PAGE, Api, CallError, Cluster, gap_reason
 from ckpt_doctor.sources.live.collector import Collected, Collector, _configmap_refs, _owned_by
@@ -51,6 +51,7 @@ from ckpt_doctor.sources.live.kinds import (
     WORKLOAD,
     Kind,
     Read,
+    runtime_kind,
 )
 from ckpt_doctor.sources.live.logs import LogReader
 from ckpt_doctor.sources.live.progress import Progress
@@ -523,13 +524,9 @@ class FleetCollector:
     def _runtime_refs(self, kind: str) -> list[tuple[str | None, str]]:
         out = []
         for tj in self.items:
-            ref = ((tj.get("spec") or {}).get("runtimeRef")) or {}
-            if not isinstance(ref, dict) or not ref.get("name"):
-                continue
-            rkind = "TrainingRuntime" if ref.get("kind", "ClusterTrainingRuntime") == "TrainingRuntime" else (
-                "ClusterTrainingRuntime")  # fmt: skip
-            if rkind == kind:
-                out.append((_ns(tj), str(ref["name"])))
+            rname, rkind, _ = runtime_ref(Obj(tj))
+            if rname and runtime_kind(rkind).kind == kind:
+                out.append((_ns(tj), rname))
         return out
 
     def _versions(self) -> None:
@@ -548,13 +545,11 @@ class FleetCollector:
         ns, name = _ns(tj) or "default", _name(tj)
         got = self.store.lists.get("Pod", {}).get(ns)
         pods = [p for p in got if _label(p, JOBSET_NAME_LABEL) == name] if isinstance(got, list) else []
-        ref = ((tj.get("spec") or {}).get("runtimeRef")) or {}
+        rname, rkind, _ = runtime_ref(Obj(tj))
         runtime = None
-        if isinstance(ref, dict) and ref.get("name"):
-            rk = TRAININGRUNTIME if ref.get("kind", "ClusterTrainingRuntime") == "TrainingRuntime" else (
-                CLUSTERTRAININGRUNTIME)  # fmt: skip
+        if rname:
             try:  # from the store, else by the GET the collector would make (kept for it)
-                runtime = Listed(self.api, self.store).get(rk, str(ref["name"]), ns)
+                runtime = Listed(self.api, self.store).get(runtime_kind(rkind), rname, ns)
             except CallError:
                 runtime = None
         return pods, runtime

@@ -90,3 +90,9 @@ READS: tuple[Read, ...] = (
     Read(NODE, ("get", "list"), "the nodes the pods ran on"),
     Read(DEPLOYMENT, ("get",), "the Trainer controller's image tag (its version)", optional=True),
 )
+
+
+def runtime_kind(kind: str) -> Kind:
+    """The kind a TrainJob's runtimeRef.kind names (scope.runtime_ref; the Trainer reads any other value as
+    ClusterTrainingRuntime)."""
+    return TRAININGRUNTIME if kind == "TrainingRuntime" else CLUSTERTRAININGRUNTIME
