@@ -180,6 +180,19 @@ def _owned_by_or_unowned(o: Obj, owner: Obj | None) -> bool:
     return not refs or owned_by(o, owner)
 
 
+def longest_prefix(name: str, jobs: set[str]) -> str | None:
+    """The longest of `jobs` that `name` is, or starts with followed by `-` (the pods, Jobs and events of a
+    JobSet are named after it)."""
+    if name in jobs:
+        return name
+    i = name.rfind("-")
+    while i > 0:
+        if name[:i] in jobs:
+            return name[:i]
+        i = name.rfind("-", 0, i)
+    return None
+
+
 def runtime_ref(tj: Obj) -> tuple[str, str, dict[str, Any]]:
     """(name, kind, the ref as written) of a TrainJob's spec.runtimeRef; kind defaults to
     ClusterTrainingRuntime, as the Trainer's does."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ckpt_doctor.scope import JOBSET_NAME_LABEL
+from ckpt_doctor.scope import JOBSET_NAME_LABEL, longest_prefix
 from ckpt_doctor.watch.state import Key, Registry
 
 OWN_COMPONENT = "ckpt-doctor"  # events the watcher itself writes are not changes of the job
@@ -21,18 +21,6 @@ OWN_COMPONENT = "ckpt-doctor"  # events the watcher itself writes are not change
 def _meta(o: dict[str, Any]) -> dict[str, Any]:
     m = o.get("metadata")
     return m if isinstance(m, dict) else {}
-
-
-def longest_prefix(name: str, jobs: set[str]) -> str | None:
-    """The longest of `jobs` that `name` is, or starts with followed by `-`."""
-    if name in jobs:
-        return name
-    i = name.rfind("-")
-    while i > 0:
-        if name[:i] in jobs:
-            return name[:i]
-        i = name.rfind("-", 0, i)
-    return None
 
 
 def route(kind: str, obj: dict[str, Any], registry: Registry) -> list[Key]:

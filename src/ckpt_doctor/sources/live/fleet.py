@@ -29,7 +29,7 @@ from typing import Any
 
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
-from ckpt_doctor.scope import JOBSET_NAME_LABEL, Scope, claim_names, runtime_ref
+from ckpt_doctor.scope import JOBSET_NAME_LABEL, Scope, claim_names, longest_prefix, runtime_ref
 from ckpt_doctor.snapshot import Obj, Snapshot
 from ckpt_doctor.sources.live.client import PAGE, Api, CallError, Cluster, gap_reason
 from ckpt_doctor.sources.live.collector import Collected, Collector, _configmap_refs, _owned_by
@@ -635,7 +635,7 @@ class FleetCollector:
             if kind in open_kinds.get(ns, ()) or (kind, name) in named.get(ns, ()):
                 return True
             if kind in ("Pod", "Job"):
-                return _has_prefix(name, mine)
+                return longest_prefix(name, mine) is not None
             return False
 
         self._listed(EVENT, None, keep)
@@ -734,15 +734,3 @@ class _EventIndex:
         for kind in open_kinds:
             hit.update(self.by_kind.get(kind, ()))
         return [self.events[i] for i in sorted(hit)]
-
-
-def _has_prefix(name: str, jobs: set[str]) -> bool:
-    """`name` is a job's name or starts with `<job>-` (pods and Jobs of a JobSet are named after it)."""
-    if name in jobs:
-        return True
-    i = name.find("-")
-    while i > 0:
-        if name[:i] in jobs:
-            return True
-        i = name.find("-", i + 1)
-    return False
