@@ -39,12 +39,15 @@ def message(ns: str, name: str, f: Figures) -> str:
     return text + f". See: ckpt-doctor diagnose {ns}/{name}"
 
 
-def event_body(ns: str, name: str, uid: str, f: Figures, fail_on: str = "warning") -> dict[str, Any]:
+WARN_AT = "warning"  # a finding failed at this severity or above makes the Event a Warning (as --fail-on)
+
+
+def event_body(ns: str, name: str, uid: str, f: Figures) -> dict[str, Any]:
     from ckpt_doctor.sources.redact import redact_text
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     worst = max((sev for _rule, sev in f.failed), key=severity_rank, default=None)
-    warn = worst is not None and severity_rank(worst) >= severity_rank(fail_on)
+    warn = worst is not None and severity_rank(worst) >= severity_rank(WARN_AT)
     host = socket.gethostname()
     return {
         "apiVersion": "v1",
@@ -71,4 +74,4 @@ def event_body(ns: str, name: str, uid: str, f: Figures, fail_on: str = "warning
 
 
 def write_event(api: Api, ns: str, name: str, uid: str, f: Figures) -> None:
-    api._raw(EVENT.path(ns), method="POST", body=event_body(ns, name, uid, f))
+    api.create(EVENT, ns, event_body(ns, name, uid, f))
