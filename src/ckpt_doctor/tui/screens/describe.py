@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
@@ -11,7 +9,7 @@ from textual.widgets import Static
 
 from ckpt_doctor.tui.describe import describe
 from ckpt_doctor.tui.lines import TextLines
-from ckpt_doctor.tui.model import View, parse_time
+from ckpt_doctor.tui.model import View, snapshot_now
 from ckpt_doctor.tui.screens.base import DoctorScreen
 from ckpt_doctor.tui.screens.filtering import LineSearch
 from ckpt_doctor.tui.widgets.filterbar import FilterBar
@@ -45,7 +43,7 @@ class DescribeScreen(LineSearch, DoctorScreen):
             title.update(Content.styled(f"{self.ref} is not in the snapshot any more.", var("text-warning")))
             lv.set_source(TextLines([]))
             return
-        now = time.time() if view.source == "live" else (parse_time(view.collected_at) or time.time())
+        now = snapshot_now({"collectedAt": view.collected_at}, view.source == "live")
         lines = describe(self.ref, raw, view.events, now)
         title.update(
             Content.assemble(

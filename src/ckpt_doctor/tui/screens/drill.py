@@ -23,19 +23,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, RichLog, Static
 
+from ckpt_doctor.drill import console
 from ckpt_doctor.sources.redact import redact_text
 
-MARKS = {
-    "pending": "·",
-    "running": "▶",
-    "passed": "✓",
-    "failed": "✗",
-    "skipped": "-",
-    "stopped": "■",
-    "error": "!",
-    "not_run": "·",
-    "planned": "○",
-}
+MARKS = {"pending": "·", "running": "▶", **console.MARKS}  # the text console's, and the two states only a screen shows
 TONES = {"passed": "green", "failed": "red", "error": "red", "stopped": "yellow", "running": "bold"}
 
 
