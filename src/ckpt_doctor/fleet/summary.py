@@ -12,14 +12,13 @@ import itertools
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from ckpt_doctor.engine.model import Finding, severity_rank
 from ckpt_doctor.engine.walk import Diagnosis
 from ckpt_doctor.facts.attempts import History
 from ckpt_doctor.facts.context import Facts
-from ckpt_doctor.facts.timeline import timeline_of
+from ckpt_doctor.facts.timeline import epoch, timeline_of
 from ckpt_doctor.scope import Scope, claim_names, runtime_ref
 
 STATES = ("running", "pending", "suspended", "complete", "failed", "idle", "unknown")
@@ -197,15 +196,6 @@ def resume_status(diag: Diagnosis, h: History) -> str:
     return "unknown"
 
 
-def _epoch(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def _checkpoints(h: History) -> tuple[int | None, float | None, float | None]:
     """The newest saved step, the time of the latest timed save, and the median time between the saves
     of the run that made it."""
@@ -213,12 +203,12 @@ def _checkpoints(h: History) -> tuple[int | None, float | None, float | None]:
     best: tuple[float, Any] | None = None
     for r in h.runs:
         for e in r.saves():
-            t = _epoch(e.time)
+            t = epoch(e.time)
             if t is not None and (best is None or t > best[0]):
                 best = (t, r)
     if best is None:
         return step, None, None
-    times = sorted(t for e in best[1].saves() if (t := _epoch(e.time)) is not None)
+    times = sorted(t for e in best[1].saves() if (t := epoch(e.time)) is not None)
     gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
     return step, best[0], (statistics.median(gaps) if gaps else None)
 
