@@ -78,3 +78,26 @@ async def test_leaving_a_running_drill_cleans_up(make_cluster: Any) -> None:
         await pilot.press("y")  # suspended; now quit while it waits for the pods to go
         await pilot.press("q")
     assert c.state() == before
+
+
+async def test_ctrl_c_during_a_drill_aborts_it_and_quits_after_its_cleanup(make_cluster: Any) -> None:
+    """ctrl+c is the app's quit: during a drill it went straight to exit, and the screen's unmount then held
+    the event loop for the whole cleanup. Now it aborts the drill and quits once the cleanup is done."""
+    c = make_cluster(correct())
+    c.seed()
+    before = c.state()
+    app = DoctorApp(Target(trainjob=f"{NS}/{NAME}", kubeconfig=str(c.kubeconfig), timeout=5.0))
+    app.drill_options = {"playbook": c.playbook}
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.view is not None)
+        app.action_drill()
+        await until(pilot, lambda: isinstance(app.screen, DrillScreen))
+        screen: DrillScreen = app.screen  # type: ignore[assignment]
+        await until(pilot, lambda: screen.asking is not None)
+        await pilot.press("y")  # the crash runs
+        await until(pilot, lambda: screen.asking is not None and "suspend" in screen.asking)
+        await pilot.press("ctrl+c")
+        assert screen.quit_after and app.screen is screen  # still on screen, the cleanup under way
+        await until(pilot, lambda: not screen.running)
+        assert screen.states["cleanup"] == "passed"
+    assert c.state() == before

@@ -588,6 +588,12 @@ class DoctorApp(App[int]):
         self.push_screen(DrillScreen(self.current, t.context, t.kubeconfig, t.timeout, **self.drill_options))
 
     def action_quit(self) -> None:  # type: ignore[override]
+        from ckpt_doctor.tui.screens.drill import DrillScreen
+
+        drill = next((sc for sc in self.screen_stack if isinstance(sc, DrillScreen) and sc.running), None)
+        if drill is not None:  # ctrl+c or q during a drill: abort it, quit once its cleanup is done, screen alive
+            drill.action_quit_drill()
+            return
         self.exit(0)
 
     def _handle_exception(self, error: Exception) -> None:
