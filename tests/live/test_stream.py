@@ -178,6 +178,7 @@ async def _live_app(target: str, kc: Path, out: Path) -> bytes:
             raise AssertionError("the app never showed the diagnosis")
         app.action_export_report()
         await pilot.pause()
+        await app.workers.wait_for_complete()  # the export writes in a worker
         for key in ("o", "f", "l", "e"):
             await pilot.press(key)
             await pilot.pause()

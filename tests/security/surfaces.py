@@ -78,6 +78,7 @@ async def _app_exports(bundle: Path, out: Path) -> bytes:
             raise AssertionError("the app never showed the diagnosis")
         app.action_export_report()
         await pilot.pause()
+        await app.workers.wait_for_complete()  # the export writes in a worker
         for key in ("o", "f", "l", "e"):  # overview, findings, logs, events: what a screenshot may show
             try:
                 await pilot.press(key)

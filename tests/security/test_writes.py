@@ -217,6 +217,7 @@ async def test_the_app_exports_never_overwrite_or_follow_symlinks(tmp_path: Path
         app.action_export_report()
         app.action_screenshot()
         await pilot.pause()
+        await app.workers.wait_for_complete()  # the exports write in a worker
     assert victim.read_text() == "precious\n"
     names = sorted(p.name for p in out.iterdir())
     assert "ckpt-doctor-team-a-sft-resumable-2.md" in names and "ckpt-doctor-team-a-sft-resumable-3.md" in names

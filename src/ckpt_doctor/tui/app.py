@@ -9,6 +9,7 @@ after the first frame (`screens/base.py`).
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -537,22 +538,34 @@ class DoctorApp(App[int]):
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def action_export_report(self) -> None:
-        if self.view is None or self.view.diag is None:
+        view = self.view
+        if view is None or not view.complete:
             self.notify("The diagnosis is still loading; try again in a moment.", severity="warning")
             return
+        self._export_report(view)
+
+    @work(thread=True, group="export", exit_on_error=False)
+    def _export_report(self, view: View) -> None:
+        """The report off the screen's thread: the diagnosis unpickled, redacted, rendered (chart, PNG) and
+        written took 130-190 ms at 512 pods, a frozen screen."""
         from ckpt_doctor.report.incident import render_report, write_files
         from ckpt_doctor.safewrite import WriteRefused, fresh_path
         from ckpt_doctor.sources.redact import redact_diagnosis
 
-        name = self.view.key.replace("/", "-")
+        diag = view.diag
+        if diag is None:
+            self.call_from_thread(self.notify, "The diagnosis is still loading; try again.", severity="warning")
+            return
+        name = view.key.replace("/", "-")
         try:  # the same report as `ckpt-doctor report -o markdown --out FILE`, its chart beside it; a new file
-            path = fresh_path(self.export_dir / f"ckpt-doctor-{name}.md")
-            written = write_files(path, render_report(redact_diagnosis(self.view.diag), "markdown", path))
+            with self._export_lock:  # two exports at once: each its own fresh name
+                path = fresh_path(self.export_dir / f"ckpt-doctor-{name}.md")
+                written = write_files(path, render_report(redact_diagnosis(diag), "markdown", path))
         except WriteRefused as e:
-            self.notify(f"Could not write the report: {e}", severity="error")
+            self.call_from_thread(self.notify, f"Could not write the report: {e}", severity="error")
             return
         more = f" (+ {len(written) - 1} chart files)" if len(written) > 1 else ""
-        self.notify(f"Report written to {written[0].path} ({written[0].size} bytes){more}")
+        self.call_from_thread(self.notify, f"Report written to {written[0].path} ({written[0].size} bytes){more}")
 
     def action_screenshot(self) -> None:
         from textual._files import generate_datetime_filename
@@ -570,6 +583,7 @@ class DoctorApp(App[int]):
         self.notify(f"Screenshot saved to {written.path}")
 
     drill_options: dict[str, Any] = {}  # extra drill Options (tests: a playbook with short timeouts)
+    _export_lock = threading.Lock()
 
     def drill_available(self) -> bool:
         import importlib.util
