@@ -163,3 +163,15 @@ def test_a_bad_listen_address_is_a_usage_error() -> None:
     assert got.rc == 2 and "--listen" in got.err
     got = run_cli(["analyzer", "-A", "-n", "x"])
     assert got.rc == 2 and "not both" in got.err
+
+
+def test_a_taken_port_is_an_input_error_in_one_line() -> None:
+    import socket
+
+    from tests.clirun import run_cli
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        got = run_cli(["analyzer", "--listen", f"127.0.0.1:{s.getsockname()[1]}"])
+    assert got.rc == 3 and "cannot listen on 127.0.0.1:" in got.err and "Traceback" not in got.err, got.err

@@ -165,9 +165,11 @@ def start(options: Options, host: str, port: int, workers: int = 4) -> tuple[grp
     pb_grpc.add_AnalyzerServiceServicer_to_server(_LegacyServicer(servicer), server)
     try:
         bound = server.add_insecure_port(address(host, port))
-    except RuntimeError as e:
-        raise InputError(f"cannot listen on {address(host, port)}: {e}") from None
+    except RuntimeError:  # grpcio raises "Failed to bind …"; older versions return 0
+        bound = 0
     if not bound:
-        raise InputError(f"cannot listen on {address(host, port)}: the address is taken or not this machine's")
+        raise InputError(
+            f"cannot listen on {address(host, port)}: the port is taken, or the address is not this machine's"
+        )
     server.start()
     return server, bound

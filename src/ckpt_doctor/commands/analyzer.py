@@ -7,6 +7,7 @@ scanned. SIGTERM and SIGINT stop it (exit 0). Exit 3 when it cannot listen. See 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -64,6 +65,8 @@ def _warm_up(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.all_namespaces and args.namespace:
         raise UsageError("give either -n NAMESPACE or -A/--all-namespaces, not both")
+    # gRPC's core logs its own errors on stderr, past the redactor: ours say the same in one line
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from ckpt_doctor.analyzer.server import Options, start  # gRPC loads here, for this verb only
 
     options = Options(
