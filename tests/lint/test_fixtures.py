@@ -70,7 +70,12 @@ def test_framework_good_variants_are_clean() -> None:
 def test_cluster_only_causes_are_not_evaluated_in_lint(tmp_path: Path) -> None:
     result = lint_paths([str(FIXTURES / "v2.1" / "good")])
     by_rule = {f.rule.id: f for f in result.diagnosis.findings}
-    for rid in ("trainer-edited-while-running", "rwo-still-attached", "partial-latest-checkpoint", *CLUSTER_ONLY_CAUSES):
+    for rid in (
+        "trainer-edited-while-running",
+        "rwo-still-attached",
+        "partial-latest-checkpoint",
+        *sorted(CLUSTER_ONLY_CAUSES),
+    ):
         assert by_rule[rid].status == "not_evaluated" and by_rule[rid].result.reason == NEEDS_CLUSTER, rid
 
 

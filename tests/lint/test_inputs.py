@@ -10,7 +10,7 @@ import jsonschema
 
 from ckpt_doctor.lint import lint_paths
 from ckpt_doctor.sources.manifests import load_manifests, resolve_path
-from tests.lint.conftest import FIXTURES, findings_schema
+from tests.lint.conftest import FIXTURES, HERE, findings_schema
 
 GOOD = FIXTURES / "v2.1" / "good"
 
@@ -206,3 +206,17 @@ def test_mixed_versions_judge_against_the_newest(tmp_path: Path) -> None:
     assert result.version.version == "v2.3" and "mix" in result.version.why
     (f,) = [f for f in result.failed() if f.rule.id == "override-field-unsupported"]
     assert f.result.subject["file"].endswith("old/trainjob.yaml") and f.result.confidence == "medium"
+
+
+def test_a_runtime_alone_is_told_once_when_it_shows_no_checkpointing() -> None:
+    """A stock runtime (image only, no volume, no directory) gets one info finding, no error per
+    missing piece; a runtime whose script reads $CKPT_DIR leaves the question to its TrainJobs."""
+    stock = lint_paths([str(HERE / "upstream" / "runtimes" / "torch-distributed.yaml")])
+    assert [(f.rule.id, f.rule.severity) for f in stock.failed()] == [("not-set-up-for-resume", "info")]
+    assert "failurePolicy" in str(stock.failed()[0].result.detail)
+    by_rule = {f.rule.id: f for f in stock.diagnosis.findings}
+    assert by_rule["no-failure-policy"].status == "not_evaluated"
+    reads = lint_paths([str(FIXTURES / "v2.3" / "good" / "runtime.yaml")])
+    by_rule = {f.rule.id: f for f in reads.diagnosis.findings}
+    assert by_rule["not-set-up-for-resume"].status == "not_evaluated"
+    assert "$CKPT_DIR" in str(by_rule["not-set-up-for-resume"].result.reason)
