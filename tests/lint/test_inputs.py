@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from ckpt_doctor.lint import lint_paths
 from ckpt_doctor.sources.manifests import load_manifests, resolve_path
@@ -104,7 +105,11 @@ def test_placeholders_are_reported_as_such_not_as_errors(tmp_path: Path) -> None
     assert next(f for f in result.diagnosis.findings if f.rule.id == "missing-ancestor-label").status == "pass"
 
 
-def test_kustomize_folder(tmp_path: Path) -> None:
+def test_kustomize_folder_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without kubectl (tests/lint/test_render.py renders), the files are read as they are written."""
+    from ckpt_doctor.sources import manifests
+
+    monkeypatch.setattr(manifests, "find_tool", lambda name: None)
     base = tmp_path / "base"
     shutil.copytree(GOOD, base)
     overlay = tmp_path / "overlays" / "prod"
