@@ -19,21 +19,24 @@ CK = "/mnt/ckpt/sft-resumable"
 
 
 def partial_newest_save() -> Scenario:
-    """Attempt 0 printed `saved checkpoint-300` and died; attempt 1 resumed from it and found it half-written."""
+    """Attempt 0 printed `saved checkpoint-300` and was killed; attempts 1 and 2 resumed from it, found it
+    half-written and crashed while loading it (no step trained)."""
     s = Scenario()
-    first = convention_log(CK, 0, 305, save_every=100, crash="Killed")
-    crash = (
-        "FileNotFoundError: [Errno 2] No such file or directory: "
-        f"'{CK}/checkpoint-300/trainer_state.json'"
+    first = convention_log(CK, 0, 300, save_every=100, crash="Killed")
+    crash = f"FileNotFoundError: [Errno 2] No such file or directory: '{CK}/checkpoint-300/trainer_state.json'"
+    again = (
+        f"[checkpoint] resuming from {CK}/checkpoint-300\nTraceback (most recent call last):\n"
+        f'  File "/opt/train/train.py", line 18, in <module>\n{crash}\n'
     )
-    second = convention_log(CK, 300, 300, save_every=100, crash=crash)
-    s.js_restarts = 1
+    s.js_restarts = 2
     s.attempts = [
         Attempt(0, "gpu-node-a", first, phase="Failed", exit_code=137, reason="Error", started=0),
-        Attempt(1, "gpu-node-b", second, phase="Failed", exit_code=1, reason="Error", started=40),
+        Attempt(1, "gpu-node-b", again, phase="Failed", exit_code=1, reason="Error", started=40),
+        Attempt(2, "gpu-node-c", again, phase="Failed", exit_code=1, reason="Error", started=80),
     ]
-    s.event("JobSet", s.name, "RestartJobSetFailurePolicyAction",
-            f"applying RestartJobSet failure policy action (first failed job: {s.name}-node-0)", 39)  # fmt: skip
+    why = f"applying RestartJobSet failure policy action (first failed job: {s.name}-node-0)"
+    for minute in (39, 79):
+        s.event("JobSet", s.name, "RestartJobSetFailurePolicyAction", why, minute)
     return s
 
 
@@ -104,7 +107,7 @@ def dense_restarts() -> Scenario:
     s.js_restarts = 6
     s.attempts = []
     for ra in range(7):
-        start = 0 if ra == 0 else 40 * ra
+        start = 15 * ra
         first = max(0, 50 * ra - 10)
         last = first + 60
         log = convention_log(CK, first, last, save_every=50, resumed=ra > 0,
@@ -166,7 +169,7 @@ def pod_without_status() -> Scenario:
 def spaced_crash_line() -> Scenario:
     """The line that ends an attempt has runs of spaces, a pipe and a backtick: quotes must keep them."""
     s = Scenario()
-    crash = "RuntimeError:  shape  mismatch | expected `[4096,  1024]`   got `[4096, 512]`"
+    crash = "OSError: [Errno 28] No space left on device:   '/mnt/ckpt/run  a/opt|rank`0`.pt'  (shard  3 | 8)"
     s.js_restarts = 1
     s.attempts = [
         Attempt(0, "gpu-node-a", convention_log(CK, 0, 120, crash=crash), phase="Failed", exit_code=1,
@@ -178,7 +181,40 @@ def spaced_crash_line() -> Scenario:
     return s
 
 
+def crash_loop_after_a_long_run() -> Scenario:
+    """Ninety minutes of training, then four JobSet restarts within two minutes, each crashing at start-up:
+    their rewinds all fall at the right edge of the chart."""
+    s = Scenario()
+    s.js_restarts = 4
+    crash = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+    s.attempts = [Attempt(0, "gpu-node-a", convention_log(CK, 0, 480, save_every=100, crash=crash), phase="Failed",
+                          exit_code=1, reason="Error", started=0)]  # fmt: skip
+    for ra in range(1, 5):
+        last = ra == 4
+        log = convention_log(CK, 400, 402, save_every=100, crash=None if last else crash)
+        s.attempts.append(Attempt(ra, "gpu-node-a", log, phase="Running" if last else "Failed",
+                                  exit_code=None if last else 1, reason="" if last else "Error",
+                                  started=90 + 0.5 * ra))  # fmt: skip
+        s.event("JobSet", s.name, "RestartJobSetFailurePolicyAction",
+                f"applying RestartJobSet failure policy action (first failed job: {s.name}-node-0)",
+                90 + 0.5 * ra - 0.1)  # fmt: skip
+
+    def short_lives(objs: list[dict[str, Any]]) -> None:
+        """Each restarted attempt crashes 20 s after its start (the scenario's default is half an hour)."""
+        for o in objs:
+            if o["kind"] != "Pod" or o["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "0":
+                continue
+            term = o["status"]["containerStatuses"][0]["state"].get("terminated")
+            if term:
+                term["finishedAt"] = ts(float(o["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"]) * 0.5
+                                        + 90.5 + 20 / 60)  # fmt: skip
+
+    s.post = short_lives
+    return s
+
+
 HELD: dict[str, Callable[[], Scenario]] = {
+    "crash-loop-after-a-long-run": crash_loop_after_a_long_run,
     "partial-newest-save": partial_newest_save,
     "crash-loop": crash_loop,
     "storageclass-missing": storageclass_missing,
