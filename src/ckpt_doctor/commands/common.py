@@ -54,9 +54,16 @@ def diagnose_live_target(args: argparse.Namespace) -> Diagnosis:
     Each log is read through the log scanner as it arrives, keeping only what it finds, and nothing is
     redacted on the way in: the findings are, as they leave diagnose_snapshot.
     """
+    return live_diagnosis(args)[0]
+
+
+def live_diagnosis(args: argparse.Namespace) -> tuple[Diagnosis, str]:
+    """`diagnose_live_target`, and why the cluster was lost half-way through the collection ('' if it was not):
+    the diagnosis is then of what was read before, and its `notCollected` says so."""
     from ckpt_doctor.facts.logs import load_signatures
     from ckpt_doctor.pipeline import diagnose_snapshot
     from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
+    from ckpt_doctor.sources.live.collector import lost_reason
 
     snap = collect_live(
         args.target,
@@ -72,4 +79,12 @@ def diagnose_live_target(args: argparse.Namespace) -> Diagnosis:
         scan=load_signatures(args.signatures or []),
     )
     name = snap.meta.get("target", {}).get("name") or None
-    return diagnose_snapshot(snap, name, args.trainer_version, args.signatures)
+    return diagnose_snapshot(snap, name, args.trainer_version, args.signatures), lost_reason(snap)
+
+
+def say_lost(lost: str) -> int:
+    """The one error line of a cluster lost mid-collection (after the output it still printed or wrote): exit 3."""
+    from ckpt_doctor.errors import EXIT_INPUT
+
+    print(f"ckpt-doctor: error: {' '.join(lost.split())}", file=sys.stderr)
+    return EXIT_INPUT
