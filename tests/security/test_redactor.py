@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -451,3 +452,20 @@ def test_a_bad_redact_pattern_is_one_usage_line_that_does_not_repeat_it(capfd: p
         assert got.rc == 2, got
         assert got.err.count("\n") == 1 and "--redact-pattern #1 is not a valid RE2 pattern" in got.err, got.err
         assert "hunter2Secret" not in got.err + printed.err + printed.out
+
+
+def test_a_bad_signature_pattern_is_one_line_and_re2_stays_quiet(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """RE2 printed two lines of its own (absl's warning and the pattern) on fd 2 before ckpt-doctor's error."""
+    from tests.clirun import run_cli
+
+    (tmp_path / "sigs").mkdir()
+    (tmp_path / "sigs" / "a.yaml").write_text(
+        'signatures:\n  - id: x\n    event: resumed\n    keyword: "resumed"\n    pattern: "resumed(("\n'
+    )
+    examples = Path(__file__).resolve().parents[2] / "examples" / "disk-full"
+    got = run_cli(["diagnose", "--bundle", str(examples), "--signatures", str(tmp_path / "sigs")])
+    printed = capfd.readouterr()
+    assert got.rc == 3 and got.err.count("\n") == 1 and "bad pattern" in got.err, got.err
+    assert printed.err == "" and printed.out == "", printed
