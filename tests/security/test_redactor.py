@@ -91,6 +91,7 @@ CASES += [
     ("Signature on the next line", "DEBUG:botocore.auth:Signature:\n{h}", "DEBUG:botocore.auth:Signature:\n"),
     ("YAML value on the next line", "password:\n  {s}\nnext: 1", "password:\n  "),
     ("YAML block scalar", "token: |\n  {s}\nnext: 1", "\nnext: 1"),
+    ("YAML passphrase of words", "db:\n  password: correct {s} staple  # old\nnext: 1", "  # old\nnext: 1"),
     ("wrapped token", "2026-11-30 09:30:01 INFO sending with Authorization: Bearer {s}\n{s2}\nnext", "\nnext"),
 ]
 

@@ -477,19 +477,34 @@ def _named(r: Any, name_group: int, value_group: int, flags: bool) -> Callable[[
             if name.lower().endswith(("secretname", "secret_name", "secretref", "secretkeyref")):
                 continue
             bare = m.span(value_group + 2)[0] >= 0
-            if bare and (value.endswith(b":") or (not flags and _prose(data, m.end(name_group), s, e))):
-                continue  # a label (`botocore.auth:Signature:`), a sentence (`google.auth._default:Checking None…`)
+            if bare and (value.endswith(b":") or (not flags and _logger(data, m, name_group, s, e))):
+                continue  # a label (`botocore.auth:Signature:`), a message (`google.auth._default:Checking None…`)
             if credential_position(name, _name(value)):
-                yield s, e
+                yield s, (_yaml_line_end(data, m, name_group, s, e) if bare and not flags else e)
 
     return find
 
 
-def _prose(data: bytes, name_end: int, s: int, e: int) -> bool:
-    """`name: Word more words`: a logger's name and its message, not a credential (a bare word after a colon,
-    followed by more words)."""
-    sep = data[name_end:s]
-    if b":" not in sep or b"=" in sep or not data[s:e].isalpha():
+_YAML_KEY_PREFIX = rx(r"[ \t]*(?:-[ \t]+)?")
+
+
+def _yaml_line_end(data: bytes, m: Any, name_group: int, s: int, e: int) -> int:
+    """A YAML `key: value` line (the key first on its line, `: ` after it): a plain value runs to the end of the line
+    (`password: correct horse battery staple`), a ` #` comment excepted."""
+    prefix = data[data.rfind(b"\n", 0, m.start(name_group)) + 1 : m.start(name_group)]
+    if not data.startswith(b": ", m.end(name_group)) or _YAML_KEY_PREFIX.fullmatch(prefix) is None:
+        return e
+    end = data.find(b"\n", e)
+    end = len(data) if end < 0 else end
+    rest = data[e:end]
+    cut = rest.find(b" #")
+    return e + len((rest if cut < 0 else rest[:cut]).rstrip(b" \t\r"))
+
+
+def _logger(data: bytes, m: Any, name_group: int, s: int, e: int) -> bool:
+    """`google.auth._default:Checking None for …`: Python logging's `%(name)s:%(message)s`, a dotted logger name
+    right before a colon and a message of words, not a credential (a passphrase after `password: ` still goes)."""
+    if data[m.end(name_group) : s] != b":" or b"." not in m.group(name_group) or not data[s:e].isalpha():
         return False
     return data[e : e + 1] == b" " and data[e + 1 : e + 2].isalpha()
 
