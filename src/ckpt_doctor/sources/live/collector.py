@@ -87,13 +87,13 @@ class LossWatch:
     READS = frozenset({"get", "list", "log", "version"})
 
     def __init__(self, api: Api, cluster: Cluster) -> None:
-        self._api = api
+        self.api = api
         self._cluster = cluster
         self._lock = threading.Lock()
         self.lost = ""  # why, once lost
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._api, name)
+        attr = getattr(self.api, name)
         if name not in self.READS:
             return attr
 
@@ -114,7 +114,7 @@ class LossWatch:
             if self.lost:
                 return True
             try:
-                self._api.version()
+                self.api.version()
             except CallError as probe:
                 if probe.kind not in CONNECTION_FAILURES:
                     return False  # it answered (an error status, but an answer: it is there)
@@ -198,13 +198,21 @@ class Collector:
     ) -> None:
         self.cluster = cluster
         self.api = Api(cluster)  # the recorder watches and follows through it (reconnecting itself)
-        self.reads: Any = LossWatch(self.api, cluster)  # every read of the collection
+        self._reads: LossWatch | None = None
         self.namespace = namespace
         self.name = name
         self.workers = max(1, workers)
         self.logs = LogReader(self.reads, head_bytes, tail_bytes)
         self.progress = progress or Progress(quiet=True)
         self.keep = keep
+
+    @property
+    def reads(self) -> Any:
+        """Every read of the collection: `api` (whatever answers it: the fleet puts its store there) through a
+        `LossWatch`."""
+        if self._reads is None or self._reads.api is not self.api:
+            self._reads = LossWatch(self.api, self.cluster)
+        return self._reads
 
     # -- the TrainJob, or exit 3 -------------------------------------------------------------------
     def trainjob(self) -> dict[str, Any]:
