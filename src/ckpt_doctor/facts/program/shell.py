@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ckpt_doctor import frameworks
+
 __all__ = [
     "SHELLS",
     "Command",
@@ -742,22 +744,6 @@ _NOT_TRAINER_MODULES = {
     "build",
     "twine",
 }
-_LAUNCH_TOOLS = {
-    "torchrun": None,
-    "deepspeed": None,
-    "msrun": None,
-    "horovodrun": None,
-    "accelerate": {"launch"},
-    "llamafactory-cli": {"train"},
-    "lmf": {"train"},
-    "tune": {"run"},
-    "lightning": {"run"},
-    "colossalai": {"run"},
-    "axolotl": {"train"},
-    "swift": {"sft", "pt", "rlhf"},
-    "xtuner": {"train"},
-    "litgpt": {"finetune", "pretrain", "finetune_full", "finetune_lora"},
-}
 _WRAPPERS = {
     "env",
     "nohup",
@@ -814,8 +800,9 @@ def _kind(v: list[str], depth: int) -> str | None:
         return f"{name} {k}" if k else None
     if _PY.match(name):
         return _python_kind(rest)
-    if name in _LAUNCH_TOOLS:
-        subs = _LAUNCH_TOOLS[name]
+    tool = frameworks.tools().get(name)  # torchrun, `accelerate launch`, `llamafactory-cli train`, ...
+    if tool is not None:
+        subs = tool.subcommands
         if subs is None:
             return name
         sub = next((a for a in rest if not a.startswith("-")), None)
@@ -840,8 +827,9 @@ def _python_kind(rest: list[str]) -> str | None:
             return None
         if a == "-m":
             mod = rest[i + 1] if i + 1 < len(rest) else ""
-            if mod in ("torch.distributed.run", "torch.distributed.launch"):
-                return "torchrun"
+            launcher = frameworks.python_launchers().get(mod)  # torch.distributed.run is torchrun
+            if launcher is not None:
+                return launcher
             if mod in _NOT_TRAINER_MODULES or mod.split(".")[0] in ("pip", "ensurepip", "venv"):
                 return None
             return "python"
