@@ -216,7 +216,8 @@ def picks() -> tuple[tuple[str, str], ...]:
 
 @_derived
 def python_hooks() -> tuple[Any, ...]:
-    return tuple(f.python for f in all_frameworks() if f.python is not None)
+    """The Python reader's framework hooks (`PythonHooks`), in their rank order."""
+    return tuple(sorted((f.python for f in all_frameworks() if f.python is not None), key=lambda h: h.rank))
 
 
 def io_recognisers(name: str) -> tuple[IORecogniser, ...]:

@@ -9,15 +9,100 @@ Under HF Trainer the save directory is HF's `checkpoint-N`: `global_stepN` is a 
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from ckpt_doctor.frameworks.spec import CheckpointName, Config, Framework, Launch, Layout, Logs, Pick, Pointer, Tool
+from ckpt_doctor.facts.program.python.facts import Call, Discovery, StateIO
+from ckpt_doctor.facts.program.python.parts import _KEY_PARTS
+from ckpt_doctor.frameworks import lightning
+from ckpt_doctor.frameworks.spec import (
+    CheckpointName,
+    Config,
+    Framework,
+    IORecogniser,
+    Launch,
+    Layout,
+    Logs,
+    Pick,
+    Pointer,
+    PythonHooks,
+    Tool,
+)
 
 
 def _is_config(data: Mapping[str, Any], keys: set[str]) -> bool:
     return bool(keys & {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size"}) and not (
         keys & {"output_dir"}
+    )
+
+
+# -- the Python reader's hooks ---------------------------------------------------------------------
+# `deepspeed.initialize(...)`, `engine.save_checkpoint(dir, tag, client_state=...)` and
+# `engine.load_checkpoint(dir, tag, load_optimizer_states=..., load_module_only=...)`; a load
+# without a tag reads `latest`.
+
+
+def engine_call(r: Any, node: ast.Call) -> bool:
+    """A method call on a DeepSpeed engine (not a Lightning trainer's save_checkpoint)."""
+    f = node.func
+    if not isinstance(f, ast.Attribute):
+        return False
+    recv = r.seg(f.value, 80)
+    if re.search(r"trainer", recv, re.I) and lightning.imported(r):
+        return False
+    return "deepspeed" in r.imports or bool(re.search(r"engine|deepspeed|\bds_", recv, re.I))
+
+
+def _calls(r: Any, node: ast.Call, stmt: ast.AST | None, func: str, name: str, out: dict[str, list[Call]]) -> bool:
+    if name == "initialize" and (r.qual(node.func) or "").startswith("deepspeed"):
+        out["deepspeed.initialize"].append(r._make_call(node, func))
+        return True
+    return False
+
+
+def _discoveries(r: Any, calls: dict[str, list[Call]]) -> list[Discovery]:
+    out: list[Discovery] = []
+    for node, _s, func in r.by_attr.get("load_checkpoint", ()):
+        if not engine_call(r, node):
+            continue
+        tag = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "tag"), None)
+        tv = r.value(tag, func, node) if tag is not None else None
+        if tv is None or (tv.known and tv.const is None):  # no tag: DeepSpeed reads `latest`
+            a = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "load_dir"), None)
+            out.append(Discovery("framework", r.site(node), "latest", r.seg(a) or None, False, "load_checkpoint"))
+    return out
+
+
+def _checkpoint(r: Any, node: ast.Call, stmt: ast.AST | None, func: str, name: str) -> StateIO | None:
+    if not isinstance(node.func, ast.Attribute) or not engine_call(r, node):
+        return None
+    op = "save" if name == "save_checkpoint" else "load"
+    kw = {k.arg: k.value for k in node.keywords if k.arg}
+    a = node.args[0] if node.args else next(iter(kw.values()), None)
+    weights = False
+    if op == "load":
+        for k in ("load_optimizer_states", "load_lr_scheduler_states"):
+            v = kw.get(k)
+            if isinstance(v, ast.Constant) and v.value is False:
+                weights = True
+        v = kw.get("load_module_only")
+        if isinstance(v, ast.Constant) and v.value is True:
+            weights = True
+    keys: tuple[str, ...] = ()
+    cs = kw.get("client_state") or kw.get("client_sd")
+    if cs is not None:
+        _p, keys, _b = r._saved(cs, func, node, 0)
+    return StateIO(
+        op,
+        f"deepspeed.{name}",
+        "weights" if weights else "full",
+        keys,
+        r.site(node),
+        ("model",) if weights else ("model", "optimizer", "scheduler"),
+        _KEY_PARTS if weights else (),
+        r.seg(a) or None,
     )
 
 
@@ -62,4 +147,10 @@ FRAMEWORK = Framework(
         keys={"zero_optimization": "the ZeRO stage", "checkpoint": "checkpoint options (tag validation, ...)"},
     ),
     library=True,
+    python=PythonHooks(
+        rank=40,
+        calls=_calls,
+        discoveries=_discoveries,
+        io_calls=(IORecogniser(("save_checkpoint", "load_checkpoint"), 101, _checkpoint),),
+    ),
 )

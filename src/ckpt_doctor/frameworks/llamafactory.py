@@ -7,15 +7,32 @@ is unset, `do_train`, the directory exists and `overwrite_output_dir` is false; 
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from typing import Any
 
+from ckpt_doctor.facts.program.python.facts import Call
 from ckpt_doctor.frameworks import hf_trainer
-from ckpt_doctor.frameworks.spec import Config, Failure, Framework, Launch, Logs, Pick, Tool
+from ckpt_doctor.frameworks.spec import Config, Failure, Framework, Launch, Logs, Pick, PythonHooks, Tool
 
 
 def _is_config(data: Mapping[str, Any], keys: set[str]) -> bool:
     return {"stage", "finetuning_type"} <= keys or ("stage" in keys and "template" in keys)
+
+
+# -- the Python reader's hooks ---------------------------------------------------------------------
+def _calls(r: Any, node: ast.Call, stmt: ast.AST | None, func: str, name: str, out: dict[str, list[Call]]) -> bool:
+    """`run_exp({...})`: LlamaFactory's entry with its config as a literal dict."""
+    if not (name == "run_exp" and node.args and isinstance(node.args[0], ast.Dict)):
+        return False
+    c = r._make_call(node, func)
+    d = node.args[0]
+    kw = dict(c.kwargs)
+    for kk, vv in zip(d.keys, d.values, strict=False):
+        if isinstance(kk, ast.Constant) and isinstance(kk.value, str):
+            kw[kk.value] = r.value(vv, func, node)
+    out["run_exp"].append(Call(c.name, c.site, kw, c.args, c.qualname))
+    return True
 
 
 FRAMEWORK = Framework(
@@ -72,4 +89,5 @@ FRAMEWORK = Framework(
     ),
     implies=("hf-trainer",),
     saves_by_default=True,
+    python=PythonHooks(rank=70, calls=_calls),
 )

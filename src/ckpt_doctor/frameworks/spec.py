@@ -246,9 +246,11 @@ class PythonHooks:
     it claimed it; `methods(reader, out)` reads method calls on what `calls` found (a trainer's
     `.train()`); `discoveries(reader, calls)` and `io(reader, calls)` add what the framework's own
     APIs pick, save and load; `io_calls` recognise save/load calls one by one; `evidence(facts)`
-    names the stack from a file's facts beyond its imports.
+    names the stack from a file's facts beyond its imports. Hooks run in `rank` order (the order
+    the frameworks' discoveries are listed in when several sit on one line).
     """
 
+    rank: int = 100
     calls: Callable[..., bool] | None = None
     methods: Callable[..., None] | None = None
     discoveries: Callable[..., list[Any]] | None = None

@@ -6,7 +6,65 @@ A checkpoint directory holds per-rank `__{rank}_{i}.distcp` files and `.metadata
 (knowledge: platform-signals-and-layouts.md §3). Launched by torchrun (see torchrun.py).
 """
 
-from ckpt_doctor.frameworks.spec import CheckpointName, Failure, Framework, Launch, Layout, Logs, Marker, Pick
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ckpt_doctor.facts.program.python.facts import Call, Discovery, StateIO
+from ckpt_doctor.facts.program.python.parts import _content, _missing
+from ckpt_doctor.frameworks.spec import (
+    CheckpointName,
+    Failure,
+    Framework,
+    IORecogniser,
+    Launch,
+    Layout,
+    Logs,
+    Marker,
+    Pick,
+    PythonHooks,
+)
+
+# -- the Python reader's hooks ---------------------------------------------------------------------
+# `dcp.save(state_dict, checkpoint_id=...)` / `dcp.load(...)` (and the older save_state_dict /
+# load_state_dict, async_save): what the state dict holds.
+_NAMES = ("save", "async_save", "save_state_dict", "load", "load_state_dict")
+
+
+def _is_dcp(r: Any, node: ast.Call) -> bool:
+    return (r.qual(node.func) or "").startswith("torch.distributed.checkpoint")  # type: ignore[no-any-return]
+
+
+def _discoveries(r: Any, calls: dict[str, list[Call]]) -> list[Discovery]:
+    out: list[Discovery] = []
+    for node, _s, _f in [*r.by_attr.get("load", ()), *r.by_attr.get("load_state_dict", ())]:
+        if _is_dcp(r, node):
+            a = next((k.value for k in node.keywords if k.arg == "checkpoint_id"), None)
+            out.append(Discovery("framework", r.site(node), None, r.seg(a) or None, False, "dcp.load"))
+    return out
+
+
+def _io_call(r: Any, node: ast.Call, stmt: ast.AST | None, func: str, name: str) -> StateIO | None:
+    if not _is_dcp(r, node):
+        return None
+    op = "save" if "save" in name else "load"
+    sd = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "state_dict"), None)
+    parts, keys, built = r._saved(sd, func, node, 0)
+    content = _content(parts)
+    cid = next((k.value for k in node.keywords if k.arg == "checkpoint_id"), None)
+    return StateIO(
+        op,
+        f"dcp.{op}",
+        content,
+        keys,
+        r.site(node),
+        tuple(sorted(parts)),
+        _missing(parts, content),
+        r.seg(cid) or None,
+        built,
+    )
+
 
 FRAMEWORK = Framework(
     name="torch-dcp",
@@ -45,4 +103,5 @@ FRAMEWORK = Framework(
         ),
     ),
     library=True,
+    python=PythonHooks(rank=50, discoveries=_discoveries, io_calls=(IORecogniser(_NAMES, 30, _io_call),)),
 )

@@ -6,7 +6,69 @@
 (knowledge: guide-and-frameworks.md §4.5).
 """
 
-from ckpt_doctor.frameworks.spec import CheckpointName, Failure, Framework, Launch, Layout, Logs, Marker, Pick
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ckpt_doctor.facts.program.python.facts import Call, Discovery, StateIO
+from ckpt_doctor.facts.program.python.parts import _KEY_PARTS
+from ckpt_doctor.frameworks.spec import (
+    CheckpointName,
+    Failure,
+    Framework,
+    Launch,
+    Layout,
+    Logs,
+    Marker,
+    Pick,
+    PythonHooks,
+)
+
+# -- the Python reader's hooks ---------------------------------------------------------------------
+# `training_hub.sft(ckpt_output_dir=..., accelerate_full_state_at_epoch=...)`: it resumes by itself
+# from full_state/, which exists only with accelerate_full_state_at_epoch.
+
+
+def _calls(r: Any, node: ast.Call, stmt: ast.AST | None, func: str, name: str, out: dict[str, list[Call]]) -> bool:
+    if name == "sft" and (
+        (r.qual(node.func) or "").startswith("training_hub") or any(k.arg == "ckpt_output_dir" for k in node.keywords)
+    ):
+        out["sft"].append(r._make_call(node, func))
+        return True
+    return False
+
+
+def _discoveries(r: Any, calls: dict[str, list[Call]]) -> list[Discovery]:
+    out: list[Discovery] = []
+    for c in calls.get("sft", ()):
+        d = c.kwargs.get("ckpt_output_dir")
+        out.append(Discovery("framework", c.site, "full_state/*", d.source if d else None, False, "sft"))
+    return out
+
+
+def _io(r: Any, calls: dict[str, list[Call]]) -> list[StateIO]:
+    out: list[StateIO] = []
+    for c in calls.get("sft", ()):
+        v = c.kwargs.get("accelerate_full_state_at_epoch")
+        d = c.kwargs.get("ckpt_output_dir")
+        # absent: the backend default differs between instructlab.training versions
+        content = ("full" if v.const else "weights") if v is not None and v.known else "unknown"
+        parts = {"full": ("model", "optimizer", "scheduler", "step"), "weights": ("model",)}.get(content, ())
+        out.append(
+            StateIO(
+                "save",
+                "training_hub",
+                content,
+                (),
+                c.site,
+                parts,
+                _KEY_PARTS if content == "weights" else (),
+                d.source if d else None,
+            )
+        )
+    return out
+
 
 FRAMEWORK = Framework(
     name="training-hub",
@@ -45,4 +107,5 @@ FRAMEWORK = Framework(
         ),
     ),
     saves_by_default=True,
+    python=PythonHooks(rank=60, calls=_calls, discoveries=_discoveries, io=_io),
 )

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.facts.program.python.facts import (
     Call,
     Value,
@@ -15,6 +18,8 @@ from ckpt_doctor.facts.program.python.tree import (
     _last,
     _pos,
 )
+
+T = TypeVar("T")
 
 
 class Calls:
@@ -56,102 +61,32 @@ class Calls:
         return []
 
     def _calls(self) -> dict[str, list[Call]]:
+        """Each call, offered to the framework modules' hooks until one claims it; then each
+        framework reads the method calls on what it found (a trainer's `.train()`, `.fit()`)."""
         out: dict[str, list[Call]] = defaultdict(list)
-        self.hf_trainer_names: set[str] = set()
-        self.pl_trainer_names: set[str] = set()
-        self.ta_by_name: dict[str, Call] = {}
-        self.ta_calls: list[Call] = []
-        self.hf_trainers: list[tuple[ast.Call, Call, str]] = []
-        trainer_nodes: set[int] = set()
-        pl_nodes: set[int] = set()
+        hooks = frameworks.python_hooks()
+        claims = [h.calls for h in hooks if h.calls is not None]
         for node, stmt, func in self.calls:
             name = _last(node.func)
             if not name:
                 continue
-            if name.endswith(("Arguments", "Config")) and self._is_training_args(node):
-                c = self._make_call(node, func)
-                names = self._bound_names(node, stmt)
-                c = self._with_attr_sets(c, names, func)
-                out["TrainingArguments"].append(c)
-                self.ta_calls.append(c)
-                for n in names:
-                    self.ta_by_name[n] = c
-            elif name.endswith("Trainer"):
-                kind = self._classify_trainer(node)
-                if kind is None:
-                    continue
-                c = self._make_call(node, func)
-                out[kind].append(c)
-                names = self._bound_names(node, stmt)
-                if kind == "lightning.Trainer":
-                    self.pl_trainer_names.update(names)
-                    pl_nodes.add(id(node))
-                elif self._hf_trainer(node):
-                    self.hf_trainer_names.update(names)
-                    trainer_nodes.add(id(node))
-                    self.hf_trainers.append((node, c, func))
-            elif name == "ModelCheckpoint":
-                out["ModelCheckpoint"].append(self._make_call(node, func))
-            elif name == "sft" and (
-                (self.qual(node.func) or "").startswith("training_hub")
-                or any(k.arg == "ckpt_output_dir" for k in node.keywords)
-            ):
-                out["sft"].append(self._make_call(node, func))
-            elif name == "get_last_checkpoint" and self._is_hf_get_last(node):
-                out["get_last_checkpoint"].append(self._make_call(node, func))
-            elif name == "Accelerator":
-                out["Accelerator"].append(self._make_call(node, func))
-            elif name == "initialize" and (self.qual(node.func) or "").startswith("deepspeed"):
-                out["deepspeed.initialize"].append(self._make_call(node, func))
-            elif name == "run_exp" and node.args and isinstance(node.args[0], ast.Dict):
-                c = self._make_call(node, func)
-                d = node.args[0]
-                kw = dict(c.kwargs)
-                for kk, vv in zip(d.keys, d.values, strict=False):
-                    if isinstance(kk, ast.Constant) and isinstance(kk.value, str):
-                        kw[kk.value] = self.value(vv, func, node)
-                out["run_exp"].append(Call(c.name, c.site, kw, c.args, c.qualname))
-        # second pass: method calls on the trainers found above
-        for node, _stmt, func in list(self.by_attr.get("train", ())) + list(self.by_attr.get("fit", ())):
-            f = node.func
-            if not isinstance(f, ast.Attribute):
-                continue
-            recv = f.value
-            recv_name = (
-                recv.id if isinstance(recv, ast.Name) else (recv.attr if isinstance(recv, ast.Attribute) else "")
-            )
-            kws = {k.arg for k in node.keywords}
-            if f.attr == "train":
-                hf = (
-                    recv_name in self.hf_trainer_names
-                    or (isinstance(recv, ast.Call) and id(recv) in trainer_nodes)
-                    or (
-                        "trainer" in recv_name.lower()
-                        and recv_name not in self.pl_trainer_names
-                        and (trainer_nodes or self._hf_imported())
-                        and "Trainer" not in self.classes
-                    )
-                )
-                if not hf and "resume_from_checkpoint" not in kws:
-                    continue
-                c = self._make_call(node, func, "train")
-                if hf and node.args and "resume_from_checkpoint" not in c.kwargs:
-                    kw = dict(c.kwargs)
-                    kw["resume_from_checkpoint"] = c.args[0]
-                    c = Call(c.name, c.site, kw, c.args, c.qualname)
-                out["train"].append(c)
-            else:
-                pl = (
-                    recv_name in self.pl_trainer_names
-                    or (isinstance(recv, ast.Call) and id(recv) in pl_nodes)
-                    or "ckpt_path" in kws
-                    or ("trainer" in recv_name.lower() and self._pl_imported())
-                )
-                if pl:
-                    out["fit"].append(self._make_call(node, func, "fit"))
+            for claim in claims:
+                if claim(self, node, stmt, func, name, out):
+                    break
+        for h in hooks:
+            if h.methods is not None:
+                h.methods(self, out)
         for v in out.values():
             v.sort(key=lambda c: c.site.line)
         return dict(out)
+
+    def fw_state(self, key: str, factory: Callable[[], T]) -> T:
+        """A framework hook's own notes about this program (the trainers it found, ...)."""
+        states: dict[str, Any] = self.__dict__.setdefault("_fw_states", {})
+        got = states.get(key)
+        if got is None:
+            got = states[key] = factory()
+        return got  # type: ignore[no-any-return]
 
     def _with_attr_sets(self, c: Call, names: list[str], func: str) -> Call:
         """`args = TrainingArguments(...); args.save_only_model = True` counts as a keyword."""

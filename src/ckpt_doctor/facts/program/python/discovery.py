@@ -9,6 +9,7 @@ import ast
 import re
 from collections import defaultdict
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.facts.program.python.facts import (
     Call,
     Discovery,
@@ -581,65 +582,10 @@ class Discoveries:
         return out
 
     def _framework_discoveries(self, calls: dict[str, list[Call]]) -> list[Discovery]:
+        """What the frameworks' own resume APIs pick (`get_last_checkpoint`, `fit(ckpt_path="last")`,
+        `load_state()`, DeepSpeed's `latest`, ...): each framework module's hook."""
         out: list[Discovery] = []
-        for node, _s, _f in self.by_attr.get("get_last_checkpoint", ()):
-            if self._is_hf_get_last(node):
-                a = node.args[0] if node.args else next((k.value for k in node.keywords), None)
-                out.append(
-                    Discovery(
-                        "hf-get-last",
-                        self.site(node),
-                        "checkpoint-*",
-                        self.seg(a) or None,
-                        False,
-                        "get_last_checkpoint",
-                    )
-                )
-        ta_dir = None
-        for c in self.ta_calls:
-            if "output_dir" in c.kwargs:
-                ta_dir = c.kwargs["output_dir"].source
-                break
-        for c in calls.get("train", ()):
-            v = c.kwargs.get("resume_from_checkpoint")
-            if v is not None and v.known and v.const is True:
-                out.append(Discovery("hf-get-last", c.site, "checkpoint-*", ta_dir, False, "train"))
-        mc_dir = None
-        for c in calls.get("ModelCheckpoint", ()):
-            if "dirpath" in c.kwargs:
-                mc_dir = c.kwargs["dirpath"].source
-                break
-        for c in calls.get("fit", ()):
-            v = c.kwargs.get("ckpt_path")
-            if v is not None and v.known and v.const in ("last", "best", "hpc", "registry"):
-                pat = "last.ckpt" if v.const == "last" else None
-                out.append(Discovery("framework", c.site, pat, mc_dir, False, "fit"))
-        for node, _s, _f in self.by_attr.get("load_state", ()):
-            if self._is_accelerate(node) and not node.args and not any(k.arg == "input_dir" for k in node.keywords):
-                proj = self._accelerate_project_dir(calls)
-                out.append(Discovery("framework", self.site(node), "checkpoint_*", proj, False, "load_state"))
-        for node, _s, func in self.by_attr.get("load_checkpoint", ()):
-            if self._deepspeed_engine(node):
-                tag = (
-                    node.args[1]
-                    if len(node.args) > 1
-                    else next((k.value for k in node.keywords if k.arg == "tag"), None)
-                )
-                tv = self.value(tag, func, node) if tag is not None else None
-                if tv is None or (tv.known and tv.const is None):  # no tag: DeepSpeed reads `latest`
-                    a = (
-                        node.args[0]
-                        if node.args
-                        else next((k.value for k in node.keywords if k.arg == "load_dir"), None)
-                    )
-                    out.append(
-                        Discovery("framework", self.site(node), "latest", self.seg(a) or None, False, "load_checkpoint")
-                    )
-        for node, _s, _f in [*self.by_attr.get("load", ()), *self.by_attr.get("load_state_dict", ())]:
-            if (self.qual(node.func) or "").startswith("torch.distributed.checkpoint"):
-                a = next((k.value for k in node.keywords if k.arg == "checkpoint_id"), None)
-                out.append(Discovery("framework", self.site(node), None, self.seg(a) or None, False, "dcp.load"))
-        for c in calls.get("sft", ()):
-            d = c.kwargs.get("ckpt_output_dir")
-            out.append(Discovery("framework", c.site, "full_state/*", d.source if d else None, False, "sft"))
+        for h in frameworks.python_hooks():
+            if h.discoveries is not None:
+                out += h.discoveries(self, calls)
         return out

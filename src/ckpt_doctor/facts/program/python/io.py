@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Any
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.facts.program.python.facts import (
     Call,
     Site,
@@ -21,8 +23,8 @@ from ckpt_doctor.facts.program.python.tree import (
 from ckpt_doctor.facts.program.python.vocabulary import (
     _IO_NAMES,
     _RESUME_PATH_WORDS,
-    _SKIP_PRETRAINED,
 )
+from ckpt_doctor.frameworks.spec import IORecogniser
 
 
 class SavesAndLoads:
@@ -38,227 +40,80 @@ class SavesAndLoads:
         return out
 
     def _io_of(self, node: ast.Call, stmt: ast.AST | None, func: str, name: str) -> StateIO | None:
-        f = node.func
-        q = self.qual(f) or ""
-        if name == "save" and (
-            q in ("torch.save", "torch_xla.core.xla_model.save")
-            or (isinstance(f, ast.Attribute) and re.search(r"accel", self.seg(f.value, 60), re.I))
-        ):
-            api = "torch.save" if q.startswith("torch") else "accelerate.save"
-            obj = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "obj"), None)
-            path = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "f"), None)
-            parts, keys, built = self._saved(obj, func, node, 0)
-            content = _content(parts)
-            return StateIO(
-                "save",
-                api,
-                content,
-                keys,
-                self.site(node),
-                tuple(sorted(parts)),
-                _missing(parts, content),
-                self.seg(path) or None,
-                built,
-            )
-        if name == "load" and q == "torch.load":
-            path = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "f"), None)
-            parts, keys = self._loaded(node, stmt, func)
-            content = _content(parts)
-            return StateIO(
-                "load",
-                "torch.load",
-                content,
-                keys,
-                self.site(node),
-                tuple(sorted(parts)),
-                _missing(parts, content),
-                self.seg(path) or None,
-            )
-        if q.startswith("torch.distributed.checkpoint") and name in (
+        """The first recogniser of calls named `name` (generic ones here, the frameworks' in their
+        modules, tried by rank) that reads this call as a save or load."""
+        for r in _recognisers(name):
+            rec = r.fn(self, node, stmt, func, name)
+            if rec is not None:
+                return rec  # type: ignore[no-any-return]
+        return None
+
+    # -- the generic APIs: torch.save / torch.load, load_state_dict, safetensors --------------------
+    def _torch_save(self, node: ast.Call, stmt: ast.AST | None, func: str, name: str) -> StateIO | None:
+        q = self.qual(node.func) or ""
+        if q not in ("torch.save", "torch_xla.core.xla_model.save"):
+            return None
+        return self.saved_object(node, func, "torch.save")
+
+    def saved_object(self, node: ast.Call, func: str, api: str) -> StateIO:
+        """A `save(obj, f)` call: what `obj` holds (used by accelerate's `accelerator.save` too)."""
+        obj = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "obj"), None)
+        path = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "f"), None)
+        parts, keys, built = self._saved(obj, func, node, 0)
+        content = _content(parts)
+        return StateIO(
             "save",
-            "async_save",
-            "save_state_dict",
+            api,
+            content,
+            keys,
+            self.site(node),
+            tuple(sorted(parts)),
+            _missing(parts, content),
+            self.seg(path) or None,
+            built,
+        )
+
+    def _torch_load(self, node: ast.Call, stmt: ast.AST | None, func: str, name: str) -> StateIO | None:
+        if self.qual(node.func) != "torch.load":
+            return None
+        path = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "f"), None)
+        parts, keys = self._loaded(node, stmt, func)
+        content = _content(parts)
+        return StateIO(
+            "load",
+            "torch.load",
+            content,
+            keys,
+            self.site(node),
+            tuple(sorted(parts)),
+            _missing(parts, content),
+            self.seg(path) or None,
+        )
+
+    def _load_state_dict(self, node: ast.Call, stmt: ast.AST | None, func: str, name: str) -> StateIO | None:
+        f = node.func
+        if not isinstance(f, ast.Attribute):
+            return None
+        comp = _component(self.seg(f.value, 80)) or "model"
+        parts = {comp}
+        content = _content(parts)
+        return StateIO(
             "load",
             "load_state_dict",
-        ):
-            op = "save" if "save" in name else "load"
-            sd = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "state_dict"), None)
-            parts, keys, built = self._saved(sd, func, node, 0)
-            content = _content(parts)
-            cid = next((k.value for k in node.keywords if k.arg == "checkpoint_id"), None)
-            return StateIO(
-                op,
-                f"dcp.{op}",
-                content,
-                keys,
-                self.site(node),
-                tuple(sorted(parts)),
-                _missing(parts, content),
-                self.seg(cid) or None,
-                built,
-            )
-        if name == "load_state_dict" and isinstance(f, ast.Attribute):
-            comp = _component(self.seg(f.value, 80)) or "model"
-            parts = {comp}
-            content = _content(parts)
-            return StateIO(
-                "load",
-                "load_state_dict",
-                content,
-                (),
-                self.site(node),
-                (comp,),
-                _missing(parts, content),
-                self.seg(node.args[0]) if node.args else None,
-            )
-        if name in ("save_state", "load_state") and isinstance(f, ast.Attribute) and self._is_accelerate(node):
-            op = "save" if name == "save_state" else "load"
-            a = (
-                node.args[0]
-                if node.args
-                else next((k.value for k in node.keywords if k.arg in ("output_dir", "input_dir")), None)
-            )
-            return StateIO(
-                op,
-                f"accelerate.{name}",
-                "full",
-                (),
-                self.site(node),
-                ("model", "optimizer", "rng", "scheduler"),
-                (),
-                self.seg(a) or None,
-            )
-        if name == "save_model" and isinstance(f, ast.Attribute):
-            recv = self.seg(f.value, 80)
-            if re.search(r"accel", recv, re.I):
-                a = node.args[1] if len(node.args) > 1 else None
-                return StateIO(
-                    "save",
-                    "accelerate.save_model",
-                    "weights",
-                    (),
-                    self.site(node),
-                    ("model",),
-                    _KEY_PARTS,
-                    self.seg(a) or None,
-                )
-            if re.search(r"trainer", recv, re.I) or recv in self.hf_trainer_names:
-                a = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "output_dir"), None)
-                return StateIO(
-                    "save",
-                    "trainer.save_model",
-                    "weights",
-                    (),
-                    self.site(node),
-                    ("model",),
-                    _KEY_PARTS,
-                    self.seg(a) or None,
-                )
-        if name == "save_pretrained" and isinstance(f, ast.Attribute):
-            recv = self.seg(f.value, 80)
-            if _SKIP_PRETRAINED.search(recv):
-                return None
-            a = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "save_directory"), None)
-            return StateIO(
-                "save", "save_pretrained", "weights", (), self.site(node), ("model",), _KEY_PARTS, self.seg(a) or None
-            )
-        if name == "from_pretrained" and isinstance(f, ast.Attribute):
-            cls = self.seg(f.value, 80)
-            if _SKIP_PRETRAINED.search(cls):
-                return None
-            cands = list(node.args[:2]) + [
-                k.value for k in node.keywords if k.arg in ("pretrained_model_name_or_path", "model_id")
-            ]
-            for a in cands:
-                if self._resume_path(a, func):
-                    return StateIO(
-                        "load",
-                        "from_pretrained",
-                        "weights",
-                        (),
-                        self.site(node),
-                        ("model",),
-                        _KEY_PARTS,
-                        self.seg(a) or None,
-                    )
+            content,
+            (),
+            self.site(node),
+            (comp,),
+            _missing(parts, content),
+            self.seg(node.args[0]) if node.args else None,
+        )
+
+    def _safetensors(self, node: ast.Call, stmt: ast.AST | None, func: str, name: str) -> StateIO | None:
+        if not (self.qual(node.func) or "").startswith("safetensors"):
             return None
-        if name == "load_from_checkpoint" and isinstance(f, ast.Attribute):
-            a = (
-                node.args[0]
-                if node.args
-                else next((k.value for k in node.keywords if k.arg == "checkpoint_path"), None)
-            )
-            return StateIO(
-                "load", "lightning", "weights", (), self.site(node), ("model",), _KEY_PARTS, self.seg(a) or None
-            )
-        if name in ("save_checkpoint", "load_checkpoint") and isinstance(f, ast.Attribute):
-            recv = self.seg(f.value, 80)
-            op = "save" if name == "save_checkpoint" else "load"
-            kw = {k.arg: k.value for k in node.keywords if k.arg}
-            a = node.args[0] if node.args else next(iter(kw.values()), None)
-            if re.search(r"trainer", recv, re.I) and self._pl_imported():
-                wo = kw.get("weights_only")
-                weights = isinstance(wo, ast.Constant) and wo.value is True
-                return StateIO(
-                    op,
-                    "lightning",
-                    "weights" if weights else "full",
-                    (),
-                    self.site(node),
-                    ("model",) if weights else ("model", "optimizer", "scheduler", "step"),
-                    _KEY_PARTS if weights else (),
-                    self.seg(a) or None,
-                )
-            if self._deepspeed_engine(node):
-                weights = False
-                if op == "load":
-                    for k in ("load_optimizer_states", "load_lr_scheduler_states"):
-                        v = kw.get(k)
-                        if isinstance(v, ast.Constant) and v.value is False:
-                            weights = True
-                    v = kw.get("load_module_only")
-                    if isinstance(v, ast.Constant) and v.value is True:
-                        weights = True
-                keys: tuple[str, ...] = ()
-                cs = kw.get("client_state") or kw.get("client_sd")
-                if cs is not None:
-                    _p, keys, _b = self._saved(cs, func, node, 0)
-                parts = ("model",) if weights else ("model", "optimizer", "scheduler")
-                return StateIO(
-                    op,
-                    f"deepspeed.{name}",
-                    "weights" if weights else "full",
-                    keys,
-                    self.site(node),
-                    parts,
-                    _KEY_PARTS if weights else (),
-                    self.seg(a) or None,
-                )
-        if name in ("save", "load") and isinstance(f, ast.Attribute) and "fabric" in self.seg(f.value, 60).lower():
-            op = name
-            st = (
-                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "state"), None)
-            )
-            parts, keys, built = self._saved(st, func, node, 0)
-            content = _content(parts)
-            return StateIO(
-                op,
-                f"fabric.{op}",
-                content,
-                keys,
-                self.site(node),
-                tuple(sorted(parts)),
-                _missing(parts, content),
-                self.seg(node.args[0]) if node.args else None,
-                built,
-            )
-        if name in ("save_file", "load_file") and q.startswith("safetensors"):
-            op = "save" if name == "save_file" else "load"
-            a = node.args[1] if op == "save" and len(node.args) > 1 else (node.args[0] if node.args else None)
-            return StateIO(
-                op, "safetensors", "weights", (), self.site(node), ("model",), _KEY_PARTS, self.seg(a) or None
-            )
-        return None
+        op = "save" if name == "save_file" else "load"
+        a = node.args[1] if op == "save" and len(node.args) > 1 else (node.args[0] if node.args else None)
+        return StateIO(op, "safetensors", "weights", (), self.site(node), ("model",), _KEY_PARTS, self.seg(a) or None)
 
     def _resume_path(self, a: ast.AST, func: str) -> bool:
         s = self.seg(a, 200)
@@ -487,101 +342,31 @@ class SavesAndLoads:
         return parts, tuple(keys)
 
     def _framework_io(self, calls: dict[str, list[Call]]) -> list[StateIO]:
+        """What the frameworks save and load on their own (HF Trainer's checkpoint-N, Lightning's
+        ModelCheckpoint, training_hub's full state): each framework module's hook."""
         out: list[StateIO] = []
-        # HF Trainer writes checkpoint-N/ itself: full unless save_only_model
-        for _node, c, _func in self.hf_trainers:
-            ta = self._training_args_for(c)
-            strategy = ta.kwargs.get("save_strategy") if ta else None
-            if strategy is not None and strategy.known and strategy.const == "no":
-                continue
-            only = ta.kwargs.get("save_only_model") if ta else None
-            content = "full"
-            if only is not None:
-                content = ("weights" if only.const else "full") if only.known else "unknown"
-            d = ta.kwargs.get("output_dir") if ta else None
-            parts = ("model",) if content == "weights" else ("model", "optimizer", "rng", "scheduler", "step")
-            out.append(
-                StateIO(
-                    "save",
-                    "hf-trainer",
-                    content,
-                    (),
-                    c.site,
-                    parts if content != "unknown" else (),
-                    _KEY_PARTS if content == "weights" else (),
-                    d.source if d else None,
-                )
-            )
-        for c in calls.get("train", ()):
-            v = c.kwargs.get("resume_from_checkpoint")
-            if v is None or (v.known and (v.const is None or v.const is False or v.const == "")):
-                continue
-            ta = self._training_args_for_any()
-            only = ta.kwargs.get("save_only_model") if ta else None
-            content = "full"
-            if only is not None and only.known and only.const:
-                content = "weights"
-            parts = ("model",) if content == "weights" else ("model", "optimizer", "rng", "scheduler", "step")
-            out.append(
-                StateIO(
-                    "load",
-                    "hf-resume",
-                    content,
-                    (),
-                    c.site,
-                    parts,
-                    _KEY_PARTS if content == "weights" else (),
-                    v.source or None,
-                )
-            )
-        for c in calls.get("ModelCheckpoint", ()):
-            wo = c.kwargs.get("save_weights_only")
-            weights = wo is not None and wo.known and bool(wo.const)
-            d = c.kwargs.get("dirpath")
-            out.append(
-                StateIO(
-                    "save",
-                    "lightning",
-                    "weights" if weights else "full",
-                    (),
-                    c.site,
-                    ("model",) if weights else ("model", "optimizer", "scheduler", "step"),
-                    _KEY_PARTS if weights else (),
-                    d.source if d else None,
-                )
-            )
-        for c in calls.get("fit", ()):
-            v = c.kwargs.get("ckpt_path")
-            if v is None or (v.known and v.const is None):
-                continue
-            out.append(
-                StateIO(
-                    "load",
-                    "lightning",
-                    "full",
-                    (),
-                    c.site,
-                    ("model", "optimizer", "scheduler", "step"),
-                    (),
-                    v.source or None,
-                )
-            )
-        for c in calls.get("sft", ()):
-            v = c.kwargs.get("accelerate_full_state_at_epoch")
-            d = c.kwargs.get("ckpt_output_dir")
-            # absent: the backend default differs between instructlab.training versions
-            content = ("full" if v.const else "weights") if v is not None and v.known else "unknown"
-            parts = {"full": ("model", "optimizer", "scheduler", "step"), "weights": ("model",)}.get(content, ())
-            out.append(
-                StateIO(
-                    "save",
-                    "training_hub",
-                    content,
-                    (),
-                    c.site,
-                    parts,
-                    _KEY_PARTS if content == "weights" else (),
-                    d.source if d else None,
-                )
-            )
+        for h in frameworks.python_hooks():
+            if h.io is not None:
+                out += h.io(self, calls)
         return out
+
+
+# generic recognisers, ranked among the frameworks' (see `IORecogniser`): the order they were tried in
+GENERIC = (
+    IORecogniser(("save",), 10, SavesAndLoads._torch_save),
+    IORecogniser(("load",), 20, SavesAndLoads._torch_load),
+    IORecogniser(("load_state_dict",), 40, SavesAndLoads._load_state_dict),
+    IORecogniser(("save_file", "load_file"), 120, SavesAndLoads._safetensors),
+)
+_cache: list[Any] = [None, {}]  # (the registry's hooks it was built for, name -> recognisers)
+
+
+def _recognisers(name: str) -> tuple[IORecogniser, ...]:
+    hooks = frameworks.python_hooks()
+    if _cache[0] is not hooks:
+        _cache[:] = [hooks, {}]
+    got: tuple[IORecogniser, ...] | None = _cache[1].get(name)
+    if got is None:
+        mine = tuple(r for r in GENERIC if name in r.names)
+        got = _cache[1][name] = tuple(sorted(mine + frameworks.io_recognisers(name), key=lambda r: r.rank))
+    return got

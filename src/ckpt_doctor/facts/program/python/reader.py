@@ -15,7 +15,6 @@ from ckpt_doctor.facts.program.python.facts import (
 )
 from ckpt_doctor.facts.program.python.flow import Flow
 from ckpt_doctor.facts.program.python.io import SavesAndLoads
-from ckpt_doctor.facts.program.python.legacy import Legacy
 from ckpt_doctor.facts.program.python.options import Options
 from ckpt_doctor.facts.program.python.prints import Prints
 from ckpt_doctor.facts.program.python.signals import Signals
@@ -87,7 +86,7 @@ def _describe(e: Exception) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-class _Reader(Values, Options, Flow, Environ, Signals, Prints, Calls, Discoveries, SavesAndLoads, Legacy, Tree):
+class _Reader(Values, Options, Flow, Environ, Signals, Prints, Calls, Discoveries, SavesAndLoads, Tree):
     """Every reader over the one walk of `Tree`."""
 
     def facts(self) -> PyFacts:

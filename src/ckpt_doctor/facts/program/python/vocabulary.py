@@ -15,28 +15,6 @@ _RESUME_PATH_WORDS = re.compile(r"checkpoint|ckpt|resume|latest|last_|snapshot|s
 _SKIP_PRETRAINED = re.compile(r"token|processor|config|feature_extractor|extractor|scheduler", re.I)
 _LISTING_FUNCS = {"glob", "iglob", "listdir", "scandir", "iterdir", "rglob"}
 _TRANSPARENT = {"list", "tuple", "reversed", "set", "iter"}
-_TRAINER_HF_MODULES = ("transformers", "trl", "peft", "llamafactory", "unsloth", "axolotl", "setfit", "optimum")
-_TRL_CONFIGS = {
-    "SFTConfig",
-    "DPOConfig",
-    "GRPOConfig",
-    "PPOConfig",
-    "ORPOConfig",
-    "KTOConfig",
-    "CPOConfig",
-    "RewardConfig",
-    "RLOOConfig",
-    "OnlineDPOConfig",
-    "BCOConfig",
-    "GKDConfig",
-    "PRMConfig",
-    "XPOConfig",
-    "NashMDConfig",
-    "AlignPropConfig",
-    "DDPOConfig",
-    "IterativeSFTConfig",
-}
-_NOT_TRAINING_CONFIGS = {"ModelConfig", "DatasetMixtureConfig", "ScriptArguments", "ModelArguments"}
 _PRINT_LEVELS = {"info", "warning", "warn", "error", "debug", "critical", "exception", "fatal"}
 _MAX_DISCOVERY_CANDIDATES = 400
 _IO_NAMES = (
