@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ckpt_doctor.facts.program.python.facts import Call, Discovery, StateIO
@@ -116,15 +115,15 @@ LAYOUT = Layout(
 _FULL = ("model", "optimizer", "rng", "scheduler", "step")
 
 
-@dataclass
 class _Found:
-    """What the calls reader found of HF Trainer in one program."""
+    """What the calls reader found of HF Trainer in one program (a plain class: no start-up cost)."""
 
-    trainer_names: set[str] = field(default_factory=set)  # names bound to a Trainer
-    nodes: set[int] = field(default_factory=set)  # id() of the Trainer(...) calls
-    trainers: list[tuple[ast.Call, Call, str]] = field(default_factory=list)
-    args: list[Call] = field(default_factory=list)  # TrainingArguments-like calls
-    args_by_name: dict[str, Call] = field(default_factory=dict)
+    def __init__(self) -> None:
+        self.trainer_names: set[str] = set()  # names bound to a Trainer
+        self.nodes: set[int] = set()  # id() of the Trainer(...) calls
+        self.trainers: list[tuple[ast.Call, Call, str]] = []
+        self.args: list[Call] = []  # TrainingArguments-like calls
+        self.args_by_name: dict[str, Call] = {}
 
 
 def found(r: Any) -> _Found:

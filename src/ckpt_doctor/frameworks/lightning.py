@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ckpt_doctor.facts.program.python.facts import Call, Discovery, StateIO
@@ -44,10 +43,12 @@ _MODULES = ("lightning", "pytorch_lightning")
 _FULL = ("model", "optimizer", "scheduler", "step")
 
 
-@dataclass
 class _Found:
-    trainer_names: set[str] = field(default_factory=set)  # names bound to a lightning Trainer
-    nodes: set[int] = field(default_factory=set)  # id() of the Trainer(...) calls
+    """What the calls reader found of Lightning in one program."""
+
+    def __init__(self) -> None:
+        self.trainer_names: set[str] = set()  # names bound to a lightning Trainer
+        self.nodes: set[int] = set()  # id() of the Trainer(...) calls
 
 
 def found(r: Any) -> _Found:

@@ -6,7 +6,8 @@ what its checkpoints look like on disk and what proves one complete (`Layout`), 
 its own resume picks (`Pick`), its config keys (`Config`), its known failure texts (`Failure`),
 its progress bars (`Bar`) and, for frameworks with Python APIs, the Python reader's hooks
 (`PythonHooks`). Everything here is data; the readers in `facts/` ask the registry
-(`ckpt_doctor.frameworks`) for it.
+(`ckpt_doctor.frameworks`) for it. The classes are frozen and compared by identity (`eq=False`:
+each value is a module's constant, and generating `__eq__`/`__hash__` for them cost start-up time).
 
 `Layout` is written from the frameworks' sources and, where a recording exists, from what a real
 run left on disk (knowledge: platform-signals-and-layouts.md §3). Today's engine reads the names
@@ -52,7 +53,7 @@ def _literal(text: str) -> str:
     return ".*?".join(re.escape(p) for p in text.split("*"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Tool:
     """An executable that starts training.
 
@@ -68,7 +69,7 @@ class Tool:
     skip: tuple[str, ...] = ()  # words a launcher takes before its own options (`accelerate launch`)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Launch:
     """How a program shows it runs this framework (each with evidence in `Program.stacks`)."""
 
@@ -82,7 +83,7 @@ class Launch:
     python_calls: tuple[str, ...] = ()  # `PyFacts.calls` keys that are this framework's trainer
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Logs:
     """The framework's log lines: signature files in `rules/signatures/` (by file name), and the
     `framework:` names those files use. Lines of a name in `shows_stack` are evidence of the stack."""
@@ -93,7 +94,7 @@ class Logs:
     path_steps: tuple[str, ...] = ()  # regex prefixes before the step number in a checkpoint path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Bar:
     """A progress bar whose description says what it counts (Lightning's `Epoch N`, torchtune's
     `E|S|Loss: x`). Matched with `re.match` on the description; a training bar."""
@@ -109,7 +110,7 @@ class Bar:
         return re.compile(self.desc)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CheckpointName:
     """One name the framework gives a checkpoint.
 
@@ -138,7 +139,7 @@ class CheckpointName:
         return int(got["step"]) if got and "step" in got else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Marker:
     """A file whose presence says a checkpoint is complete (or incomplete).
 
@@ -157,7 +158,7 @@ class Marker:
         return re.compile(template_regex(self.name))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Pointer:
     """A file in the save directory naming the checkpoint to resume from (DeepSpeed `latest`,
     Megatron `latest_checkpointed_iteration.txt`). Written after the checkpoint it names."""
@@ -168,7 +169,7 @@ class Pointer:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Layout:
     """What a framework's checkpoints look like on disk and what proves one complete."""
 
@@ -188,7 +189,7 @@ class Layout:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Pick:
     """Which checkpoint the framework's own resume picks.
 
@@ -205,7 +206,7 @@ class Pick:
     rank: int = 100  # when several stacks are seen, the lowest rank's pick is named
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Config:
     """The framework's config files and keys.
 
@@ -219,7 +220,7 @@ class Config:
     keys: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Failure:
     """A failure text the framework prints, what it means, and the signature that reads it."""
 
@@ -228,7 +229,7 @@ class Failure:
     signature: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class IORecogniser:
     """One save or load API for the Python reader: `fn(reader, node, stmt, func, name)` returns a
     `StateIO` or None for calls named one of `names`; recognisers of a name are tried by `rank`."""
@@ -238,7 +239,7 @@ class IORecogniser:
     fn: Callable[..., Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PythonHooks:
     """The framework's part of the Python reader (`facts/program/python/`).
 
@@ -259,7 +260,7 @@ class PythonHooks:
     evidence: Callable[[Any], str | None] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Framework:
     """Everything the engine knows of one framework (or launcher, or family of log lines).
 
