@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ckpt_doctor.facts.program.python.facts import Call, Discovery, StateIO
-from ckpt_doctor.facts.program.python.parts import _KEY_PARTS, _content, _missing
+from ckpt_doctor.facts.program.python.parts import _KEY_PARTS
 from ckpt_doctor.frameworks.spec import (
     Bar,
     CheckpointName,
@@ -173,19 +173,8 @@ def _fabric(r: Any, node: ast.Call, stmt: ast.AST | None, func: str, name: str) 
     if not isinstance(f, ast.Attribute) or "fabric" not in r.seg(f.value, 60).lower():
         return None
     st = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "state"), None)
-    parts, keys, built = r._saved(st, func, node, 0)
-    content = _content(parts)
-    return StateIO(
-        name,
-        f"fabric.{name}",
-        content,
-        keys,
-        r.site(node),
-        tuple(sorted(parts)),
-        _missing(parts, content),
-        r.seg(node.args[0]) if node.args else None,
-        built,
-    )
+    path = node.args[0] if node.args else None
+    return r.state_of(name, f"fabric.{name}", node, st, path, func)  # type: ignore[no-any-return]
 
 
 FRAMEWORK = Framework(

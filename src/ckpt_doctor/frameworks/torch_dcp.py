@@ -12,7 +12,6 @@ import ast
 from typing import Any
 
 from ckpt_doctor.facts.program.python.facts import Call, Discovery, StateIO
-from ckpt_doctor.facts.program.python.parts import _content, _missing
 from ckpt_doctor.frameworks.spec import (
     CheckpointName,
     Failure,
@@ -50,20 +49,8 @@ def _io_call(r: Any, node: ast.Call, stmt: ast.AST | None, func: str, name: str)
         return None
     op = "save" if "save" in name else "load"
     sd = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "state_dict"), None)
-    parts, keys, built = r._saved(sd, func, node, 0)
-    content = _content(parts)
     cid = next((k.value for k in node.keywords if k.arg == "checkpoint_id"), None)
-    return StateIO(
-        op,
-        f"dcp.{op}",
-        content,
-        keys,
-        r.site(node),
-        tuple(sorted(parts)),
-        _missing(parts, content),
-        r.seg(cid) or None,
-        built,
-    )
+    return r.state_of(op, f"dcp.{op}", node, sd, cid, func)  # type: ignore[no-any-return]
 
 
 FRAMEWORK = Framework(

@@ -59,10 +59,16 @@ class SavesAndLoads:
         """A `save(obj, f)` call: what `obj` holds (used by accelerate's `accelerator.save` too)."""
         obj = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "obj"), None)
         path = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "f"), None)
+        return self.state_of("save", api, node, obj, path, func)
+
+    def state_of(
+        self, op: str, api: str, node: ast.Call, obj: ast.AST | None, path: ast.AST | None, func: str
+    ) -> StateIO:
+        """A save or load of a state object (torch.save, DCP, Fabric): what `obj` holds decides."""
         parts, keys, built = self._saved(obj, func, node, 0)
         content = _content(parts)
         return StateIO(
-            "save",
+            op,
             api,
             content,
             keys,
