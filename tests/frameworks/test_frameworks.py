@@ -163,6 +163,8 @@ def test_readers_find_the_framework_through_its_module(fw: Framework) -> None:
             assert entry.kind == "tool" and frameworks.trainer_tools()[t.name] == fw.name
         elif t.role == "launcher" and (not t.subcommands or t.skip):
             assert (entry.kind, entry.value) == ("file", "train.py"), argv
+            for flag in t.flags:  # an option without a value is not followed by one
+                assert find_entry([t.name, *t.skip, flag, "train.py"]).value == "train.py", flag
     for mod in fw.launch.python_launchers:
         assert trainer_kind(["python", "-m", mod, "train.py"]) == fw.name
         assert find_entry(["python", "-m", mod, "train.py"]).value == "train.py"
@@ -194,7 +196,10 @@ FAKE = Framework(
     title="ZZ Fake",
     order=5,
     launch=Launch(
-        tools=(Tool("zzrun", role="launcher"), Tool("zz-cli", frozenset({"fit"}), role="trainer")),
+        tools=(
+            Tool("zzrun", role="launcher", flags=frozenset({"--zz-fast"})),
+            Tool("zz-cli", frozenset({"fit"}), role="trainer"),
+        ),
         python_launchers=("zz.launch",),
         modules=("zz.train",),
         imports=("zzlib",),
@@ -224,6 +229,7 @@ def test_a_registered_framework_is_read_by_every_reader(fake: Framework, tmp_pat
     assert trainer_kind(["zz-cli", "fit", "c.yaml"]) == "zz-cli"
     assert trainer_kind(["python", "-m", "zz.launch", "t.py"]) == "zz-fake"
     assert (find_entry(["zzrun", "t.py"]).kind, find_entry(["zzrun", "t.py"]).value) == ("file", "t.py")
+    assert find_entry(["zzrun", "--zz-fast", "t.py"]).value == "t.py"
     assert find_entry(["zz-cli", "fit", "c.yaml"]).kind == "tool"
     prog = _program("import zzlib\n")
     assert list(prog.stacks) == ["zz-fake"] and prog.stack_words() == "ZZ Fake"

@@ -137,6 +137,12 @@ def launchers() -> dict[str, Tool]:
 
 
 @_derived
+def launcher_flags() -> frozenset[str]:
+    """Launcher options that take no value (the others take one: `--nproc_per_node 8`)."""
+    return frozenset(f for t in launchers().values() for f in t.flags)
+
+
+@_derived
 def python_launchers() -> dict[str, str]:
     """`python -m` module -> the launcher it is (`torch.distributed.run` is torchrun)."""
     return {m: f.name for f in all_frameworks() for m in f.launch.python_launchers}

@@ -122,7 +122,26 @@ FRAMEWORK = Framework(
     order=80,
     summary="accelerate's Accelerator, driven by the program's own loop",
     launch=Launch(
-        tools=(Tool("accelerate", frozenset({"launch"}), role="launcher", skip=("launch",)),),
+        tools=(
+            Tool(
+                "accelerate",
+                frozenset({"launch"}),
+                role="launcher",
+                skip=("launch",),
+                flags=frozenset(
+                    {
+                        "--multi_gpu",
+                        "--cpu",
+                        "--use_deepspeed",
+                        "--use_fsdp",
+                        "--use_megatron_lm",
+                        "--debug",
+                        "--quiet",
+                        "-q",
+                    }
+                ),
+            ),
+        ),
         imports=("accelerate",),
         config_files=("default_config.yaml",),
     ),

@@ -112,7 +112,13 @@ FRAMEWORK = Framework(
     order=70,
     summary="DeepSpeed's engine, alone or under HF Trainer / accelerate",
     launch=Launch(
-        tools=(Tool("deepspeed", role="launcher"),),
+        tools=(
+            Tool(
+                "deepspeed",
+                role="launcher",
+                flags=frozenset({"--autotuning", "--force_multi", "--no_local_rank", "--bind_cores_to_rank"}),
+            ),
+        ),
         imports=("deepspeed",),
         config_files=("ds_config.json",),
     ),

@@ -67,6 +67,7 @@ class Tool:
     subcommands: frozenset[str] | None = None  # words after it that start training; None: the tool alone does
     role: Role = "command"
     skip: tuple[str, ...] = ()  # words a launcher takes before its own options (`accelerate launch`)
+    flags: frozenset[str] = frozenset()  # a launcher's options that take no value (`--standalone`)
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,7 +14,13 @@ FRAMEWORK = Framework(
     summary="torch.distributed.run, the elastic launcher",
     stack=False,
     launch=Launch(
-        tools=(Tool("torchrun", role="launcher"),),
+        tools=(
+            Tool(
+                "torchrun",
+                role="launcher",
+                flags=frozenset({"--standalone", "--no-python", "--no_python", "--run-path", "--run_path"}),
+            ),
+        ),
         python_launchers=("torch.distributed.run", "torch.distributed.launch"),
     ),
     logs=Logs(files=("torchrun.yaml",), names=("torchrun",), shows_stack=False),

@@ -172,30 +172,8 @@ def _base(s: str) -> str:
 _WRAPPERS = {"env", "nice", "ionice", "stdbuf", "time", "timeout", "taskset", "numactl", "chrt", "setsid", "nohup"}
 _MPI = {"mpirun", "mpiexec", "srun"}  # generic launchers; the frameworks' own come from their modules
 _PY = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
-# launcher options that take no value (the others take one: `--nproc_per_node 8`)
-_BOOL_OPTS = {
-    "--standalone",
-    "--no-python",
-    "--no_python",
-    "--run-path",
-    "--run_path",
-    "--multi_gpu",
-    "--cpu",
-    "--use_deepspeed",
-    "--use_fsdp",
-    "--use_megatron_lm",
-    "--debug",
-    "--quiet",
-    "-q",
-    "--autotuning",
-    "--force_multi",
-    "--no_local_rank",
-    "--bind_cores_to_rank",
-    "--allow-run-as-root",
-    "--oversubscribe",
-    "-l",
-    "--label",
-}
+# MPI's options that take no value; the frameworks' launchers' come from their modules
+_MPI_FLAGS = frozenset({"--allow-run-as-root", "--oversubscribe", "-l", "--label"})
 
 
 def find_entry(values: list[str]) -> Entry:
@@ -269,7 +247,7 @@ def _launcher_entry(rest: list[str], configs: list[str]) -> Entry:
             i += 1
             continue
         if a.startswith("-"):
-            i += 1 if ("=" in a or a in _BOOL_OPTS) else 2
+            i += 1 if ("=" in a or a in _MPI_FLAGS or a in frameworks.launcher_flags()) else 2
             continue
         if module:
             return Entry("module", a, rest[i + 1 :], configs)
