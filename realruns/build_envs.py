@@ -1,0 +1,111 @@
+"""Build the realruns venvs (outside git, under realruns/.venvs/) and measure each: install time and disk.
+
+CPU-only: torch is installed first from the local +cpu wheel, and every later install runs under
+constraints.txt, so that nothing resolves the CUDA build. Figures go to recordings/envs.yaml.
+
+    python realruns/build_envs.py [NAME...]      # default: every env; an env already built is kept
+    python realruns/build_envs.py --force NAME   # rebuild it
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+VENVS = HERE / ".venvs"
+CONSTRAINTS = HERE / "constraints.txt"
+TORCH = "torch==2.13.0+cpu"
+PYTHON = os.environ.get("REALRUNS_PYTHON", "python3.11")
+
+# name -> (torch?, requirement files, extra pip steps)
+ENVS: dict[str, dict] = {
+    "hf4": {"torch": True, "reqs": ["hf4.txt"], "after": [["--no-build-isolation", "deepspeed==0.19.8"]]},
+    "hf5": {"torch": True, "reqs": ["hf5.txt"], "after": []},
+    "jax": {"torch": False, "reqs": ["jax.txt"], "after": []},
+    "tune": {"torch": True, "reqs": ["torchtune.txt"], "after": []},
+}
+
+
+def du(path: Path) -> int:
+    out = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0])
+
+
+def pip(venv: Path, *args: str) -> None:
+    py = str(venv / "bin" / "python")
+    cmd = ["nice", "-n", "10", py, "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), *args]
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+IMAGE_PREFIX = "/opt/venv"  # where an image would have it; the recorder bind-mounts the venv there
+
+
+def as_opt_venv(venv: Path) -> None:
+    """Point the venv's console scripts (torchrun, accelerate, deepspeed...) at /opt/venv/bin/python, so that
+    inside the container they run from the image's path and no host path shows in a recorded log."""
+    for p in (venv / "bin").iterdir():
+        if not p.is_file() or p.is_symlink():
+            continue
+        data = p.read_bytes()
+        head = f"#!{venv}/bin/python".encode()
+        if data.startswith(head):
+            p.write_bytes(f"#!{IMAGE_PREFIX}/bin/python".encode() + data[len(head):])
+
+
+def build(name: str, force: bool) -> dict:
+    spec = ENVS[name]
+    venv = VENVS / name
+    stamp = VENVS / f"{name}.json"
+    if stamp.exists() and not force:
+        as_opt_venv(venv)
+        return json.loads(stamp.read_text())
+    if venv.exists():
+        shutil.rmtree(venv)
+    t0 = time.monotonic()
+    subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True)
+    pip(venv, "--upgrade", "pip")
+    if spec["torch"]:
+        pip(venv, TORCH)
+    for req in spec["reqs"]:
+        pip(venv, "-r", str(HERE / "requirements" / req))
+    for extra in spec["after"]:
+        pip(venv, *extra)
+    seconds = time.monotonic() - t0
+    as_opt_venv(venv)
+    frozen = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "freeze"], capture_output=True, text=True,
+                            check=True).stdout.split()
+    out = {"name": name, "install_seconds": round(seconds, 1), "disk_bytes": du(venv), "packages": frozen}
+    if spec["torch"]:
+        torch_dir = next((venv / "lib").glob("python3*/site-packages/torch"))
+        out["torch_bytes"] = du(torch_dir)
+    stamp.write_text(json.dumps(out, indent=1))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--force", action="store_true")
+    ns = ap.parse_args()
+    VENVS.mkdir(exist_ok=True)
+    failed = []
+    for name in ns.names or list(ENVS):
+        try:
+            got = build(name, ns.force)
+            print(f"{name}: {got['install_seconds']} s, {got['disk_bytes'] / 1e6:.0f} MB", flush=True)
+        except subprocess.CalledProcessError as e:
+            print(f"{name}: FAILED ({e})", file=sys.stderr, flush=True)
+            failed.append(name)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
