@@ -133,8 +133,8 @@ def saving(framework: str, path: object, step: int | None = None):  # type: igno
 
 def _file_written(path: object) -> None:
     if _state["save_depth"] > 0:
-        if isinstance(path, (str, os.PathLike)):
-            emit("save_file", path=os.fspath(path))
+        # a path, or an in-memory buffer the framework writes out afterwards (Lightning's atomic save)
+        emit("save_file", path=os.fspath(path) if isinstance(path, (str, os.PathLike)) else f"<{type(path).__name__}>")
         if _SLOW:
             time.sleep(_SLOW)
 
