@@ -26,11 +26,14 @@ PYTHON = os.environ.get("REALRUNS_PYTHON", "python3.11")
 
 # name -> (torch?, requirement files, extra pip steps)
 ENVS: dict[str, dict] = {
-    "hf4": {"torch": True, "reqs": ["hf4.txt"], "after": [["--no-build-isolation", "deepspeed==0.19.8"]]},
-    "hf5": {"torch": True, "reqs": ["hf5.txt"], "after": []},
-    "jax": {"torch": False, "reqs": ["jax.txt"], "after": []},
-    "tune": {"torch": True, "reqs": ["torchtune.txt"], "after": []},
+    "hf4": {"torch": True, "reqs": ["hf4.txt"], "after": [["--no-build-isolation", "deepspeed==0.19.8"]],
+            "frameworks": "transformers 4.57, Lightning 2.5, accelerate 1.10, DeepSpeed 0.19"},
+    "hf5": {"torch": True, "reqs": ["hf5.txt"], "after": [],
+            "frameworks": "transformers 5.24, Lightning 2.6 + rich, accelerate 1.15, torch DCP"},
+    "jax": {"torch": False, "reqs": ["jax.txt"], "after": [], "frameworks": "JAX + Orbax"},
+    "tune": {"torch": True, "reqs": ["torchtune.txt"], "after": [], "frameworks": "torchtune"},
 }
+ENVS_YAML = HERE.parent / "recordings" / "envs.yaml"
 
 
 def du(path: Path) -> int:
@@ -86,8 +89,31 @@ def build(name: str, force: bool) -> dict:
     if spec["torch"]:
         torch_dir = next((venv / "lib").glob("python3*/site-packages/torch"))
         out["torch_bytes"] = du(torch_dir)
+    if name == "hf4":  # DeepSpeed's CPU comm op is JIT-compiled on first use: once here, not inside a recording
+        subprocess.run(["nice", "-n", "10", str(venv / "bin" / "python"), "-c", "import deepspeed; "
+                        "deepspeed.init_distributed(dist_backend='gloo')"], check=False, timeout=1800,
+                       env={**os.environ, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+                            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29531"})  # fmt: skip
+        out["deepspeed_jit_seconds"] = round(time.monotonic() - t0 - seconds, 1)
     stamp.write_text(json.dumps(out, indent=1))
     return out
+
+
+def write_envs_yaml() -> None:
+    """recordings/envs.yaml: the install figures docs/frameworks.md shows (only the venvs built here)."""
+    lines = ["# Written by realruns/build_envs.py: install time and disk of each realruns venv (CPU-only torch).",
+             "venvs:"]  # fmt: skip
+    for name, spec in ENVS.items():
+        stamp = VENVS / f"{name}.json"
+        if not stamp.exists():
+            continue
+        d = json.loads(stamp.read_text())
+        lines.append(f"  {name}:")
+        lines.append(f"    frameworks: {json.dumps(spec['frameworks'])}")
+        for k in ("install_seconds", "disk_bytes", "torch_bytes", "deepspeed_jit_seconds"):
+            if k in d:
+                lines.append(f"    {k}: {d[k]}")
+    ENVS_YAML.write_text("\n".join(lines) + "\n")
 
 
 def main() -> int:
@@ -104,6 +130,7 @@ def main() -> int:
         except subprocess.CalledProcessError as e:
             print(f"{name}: FAILED ({e})", file=sys.stderr, flush=True)
             failed.append(name)
+    write_envs_yaml()
     return 1 if failed else 0
 
 
