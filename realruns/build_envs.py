@@ -113,7 +113,20 @@ def write_envs_yaml() -> None:
         for k in ("install_seconds", "disk_bytes", "torch_bytes", "deepspeed_jit_seconds"):
             if k in d:
                 lines.append(f"    {k}: {d[k]}")
+    lines += ["notes:", *(f"  - {json.dumps(n)}" for n in NOTES)]
     ENVS_YAML.write_text("\n".join(lines) + "\n")
+
+
+NOTES = [
+    "torch 2.13.0+cpu from the local CPU wheel, pinned by realruns/constraints.txt in every install, so no package "
+    "can resolve the CUDA build; the CUDA default (torch from PyPI with its nvidia-* wheels) was not installed "
+    "here to compare, so the 'about six times smaller' of issue 19 is not measured by this harness",
+    "install times are wall clock on two cores shared with other work (load average 6-11), under nice -n 10",
+    "DeepSpeed 0.19 installs (sdist, --no-build-isolation) but JIT-compiles its CPU shared-memory comm op "
+    "(g++ and ninja) in init_distributed; here that build did not finish in 10 minutes, so no DeepSpeed run is "
+    "recorded yet",
+    "JAX/Orbax and torchtune venvs are defined (jax, tune) but were not built or recorded in this round",
+]
 
 
 def main() -> int:

@@ -5,7 +5,6 @@ the causes are the scenario's (they are what the script or manifest got wrong).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 
@@ -175,9 +174,10 @@ RUNS: list[Run] = [
                  only=(*SEVEN, "lexical-sort", "slow-save-grace")),
     *common_runs("dcp-2ranks", "torch-dcp", "hf5", ("torch",), "dcp_train", TORCHRUN2, kill_rank=True, ranks=2,
                  only=("correct-resume", "partial-save", "sigterm-handler")),
-    # DeepSpeed 0.19 on CPU JIT-compiles its shared-memory comm op (g++/ninja) inside init_distributed; on this
-    # machine's two shared cores that build did not finish in 10 minutes, so its runs are not recorded yet:
-    # `python realruns/record.py 'deepspeed-*'` records them once build_envs.py has built the op.
-    *(common_runs("deepspeed-0.19", "deepspeed", "hf4", ("torch", "deepspeed"), "deepspeed_train", TORCHRUN1,
-                  only=SEVEN) if os.environ.get("REALRUNS_DEEPSPEED") else []),
+    # DeepSpeed 0.19 on CPU JIT-compiles its shared-memory comm op (g++/ninja) inside init_distributed:
+    # build_envs.py builds it once, so that no recording waits on a compiler
+    *common_runs("deepspeed-0.19", "deepspeed", "hf4", ("torch", "deepspeed"), "deepspeed_train", TORCHRUN1,
+                 only=SEVEN),
+    *common_runs("orbax-0.12", "orbax", "jax", ("jax", "jaxlib", "orbax-checkpoint", "optax"), "orbax_train",
+                 ["python", "/workspace/train.py"], only=SEVEN),
 ]
