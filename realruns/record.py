@@ -80,6 +80,17 @@ def host_pid_of(ns_pid: int, init_host_pid: int) -> int | None:
     return None
 
 
+def catches(pid: int, sig: int) -> bool | None:
+    """Whether the process has a handler for SIG (/proc/PID/status SigCgt), None when it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
+    except OSError:
+        return None
+    return None
+
+
 def listing(host_dir: Path, container_dir: str, at: float) -> str:
     """`find DIR -maxdepth 4 -printf '%y %s %T@ %p\\n'` run where DIR has its container path."""
     rel = os.path.relpath(container_dir, CK)
@@ -107,7 +118,8 @@ def keep_completeness_files(host_root: Path, container_dir: str, dest: Path) -> 
     return kept
 
 
-def truth_of(events: list[dict[str, Any]], fault: Fault | None, status: dict[str, Any]) -> dict[str, Any]:
+def truth_of(events: list[dict[str, Any]], fault: Fault | None, status: dict[str, Any],
+             delivered: bool | None = True) -> dict[str, Any]:  # fmt: skip
     """An attempt's ground truth from the process's own events (never from its log)."""
     main = [e for e in events if e.get("rank") in (None, 0)]
     steps = [e["step"] for e in main if e["event"] == "step"]
@@ -125,10 +137,10 @@ def truth_of(events: list[dict[str, Any]], fault: Fault | None, status: dict[str
     uncaught = next((e for e in main if e["event"] == "uncaught"), None)
     first = min(steps) if steps else None
     code, sig = status.get("exit_code"), status.get("signal")
-    if fault is not None and fault.kind in ("kill", "kill-rank") and sig == "SIGKILL":
+    if fault is not None and fault.kind in ("kill", "kill-rank", "term") and sig == "SIGKILL":
         ended_by = "killed"
-    elif fault is not None and fault.kind == "term":
-        ended_by = "killed" if sig == "SIGKILL" else "terminated"
+    elif fault is not None and fault.kind == "term" and delivered is not False:
+        ended_by = "terminated"
     elif code == 0:
         ended_by = "completed"
     else:
@@ -329,7 +341,7 @@ class Recorder:
         kept = keep_completeness_files(self.work / "ck", r.checkpoint_dir, files)
         if not kept and files.exists():
             shutil.rmtree(files)
-        t = truth_of(events, fault if fault.kind else None, status)
+        t = truth_of(events, fault if fault.kind else None, status, what.get("sigterm_caught_by_pid1"))
         fault_doc = None
         if fault.kind:
             fault_doc = {"signal": "SIGTERM" if fault.kind == "term" else "SIGKILL", "target": fault.target(),
@@ -337,6 +349,7 @@ class Recorder:
             if fault.kind == "term":
                 fault_doc["grace_seconds"] = fault.grace
                 fault_doc["sigkill_after_grace"] = what.get("sigkill_after_grace", False)
+                fault_doc["caught_by_pid1"] = what.get("sigterm_caught_by_pid1")
             if fault.slow_save:
                 fault_doc["slow_storage_seconds_per_file"] = fault.slow_save
         return {"index": i, "started": rfc3339(started), "ended": rfc3339(ended), "fault": fault_doc, **t,
@@ -388,6 +401,8 @@ class Recorder:
                 if hit:
                     fired = True
                     if fault.kind == "term":
+                        # PID 1 gets a signal from outside its namespace only if it catches it (SigCgt)
+                        what["sigterm_caught_by_pid1"] = catches(init, signal.SIGTERM)
                         os.kill(init, signal.SIGTERM)
                         term_at = time.monotonic()
                     elif fault.kind == "kill-rank":

@@ -54,7 +54,8 @@ def judge(bundle: Path) -> tuple[list[str], dict[str, Any]]:
     if len(eng) > n:
         misses.add("phantom-attempt")
     for k in range(1, min(len(eng), n) + 1):
-        misses |= judge_attempt(eng[-k], truth[-k], n - k in seen, model)
+        earlier = {s for a in truth[: n - k] for s in a["saves_complete"]}
+        misses |= judge_attempt(eng[-k], truth[-k], n - k in seen, model, earlier)
     status: dict[str, str] = {}
     for f in doc["findings"]:
         r = f["rule"]
@@ -72,12 +73,14 @@ def judge(bundle: Path) -> tuple[list[str], dict[str, Any]]:
     return sorted(misses), {"timeline": tl.to_json(), "findings": status}
 
 
-def judge_attempt(e: AttemptFact, t: dict[str, Any], log_seen: bool, model: str) -> set[str]:
+def judge_attempt(e: AttemptFact, t: dict[str, Any], log_seen: bool, model: str, earlier: set[int]) -> set[str]:
     out: set[str] = set()
     steps = t["steps"]
     # never a wrong number, with or without the log
     if e.last_step is not None:
-        if not steps:
+        # an attempt that loaded a checkpoint and ran no step (already at the end) stands at its step
+        at_loaded = not steps and t["resume_path"] and e.last_step in earlier
+        if not steps and not at_loaded:
             out.add("phantom-steps")
         elif e.last_step > steps["last"]:
             out.add("last-step-beyond-truth")
