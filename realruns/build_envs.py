@@ -122,10 +122,11 @@ NOTES = [
     "can resolve the CUDA build; the CUDA default (torch from PyPI with its nvidia-* wheels) was not installed "
     "here to compare, so the 'about six times smaller' of issue 19 is not measured by this harness",
     "install times are wall clock on two cores shared with other work (load average 6-11), under nice -n 10",
-    "DeepSpeed 0.19 installs (sdist, --no-build-isolation) but JIT-compiles its CPU shared-memory comm op "
-    "(g++ and ninja) in init_distributed; here that build did not finish in 10 minutes, so no DeepSpeed run is "
-    "recorded yet",
-    "JAX/Orbax and torchtune venvs are defined (jax, tune) but were not built or recorded in this round",
+    "DeepSpeed 0.19 installs from its sdist (--no-build-isolation, after torch) and JIT-compiles its CPU "
+    "shared-memory comm op (g++ and ninja) in init_distributed: build_envs.py builds it once (deepspeed_jit_seconds, "
+    "here about 20 minutes on the loaded cores) into ~/.cache/torch_extensions, so that no recording waits on it",
+    "torchtune 0.6 has a venv definition (tune) but was not built or recorded: its recipes need tokenizer and "
+    "checkpoint files from the hub, which this machine cannot reach",
 ]
 
 

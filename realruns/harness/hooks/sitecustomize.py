@@ -165,6 +165,8 @@ def patch_torch(torch) -> None:  # type: ignore[no-untyped-def]
     counted = {"n": 0}
 
     def post_hook(opt, args, kwargs):  # type: ignore[no-untyped-def]
+        if _state.get("fake_step"):
+            return  # DCP's get_state_dict initialises an empty optimizer with a zero-grad step: not training
         step = _opt_step(opt)
         if step is None:
             counted["n"] += 1
@@ -261,6 +263,22 @@ def patch_dcp_saver(mod) -> None:  # type: ignore[no-untyped-def]
     mod.save = save
 
 
+def patch_dcp_state_dict(mod) -> None:  # type: ignore[no-untyped-def]
+    orig = getattr(mod, "_init_optim_state", None)
+    if orig is None:
+        return
+
+    def _init_optim_state(*a, **k):  # type: ignore[no-untyped-def]
+        _state["fake_step"] = True
+        try:
+            return orig(*a, **k)
+        finally:
+            _state["fake_step"] = False
+
+    functools.update_wrapper(_init_optim_state, orig)
+    mod._init_optim_state = _init_optim_state
+
+
 def patch_dcp_fs(mod) -> None:  # type: ignore[no-untyped-def]
     def make(orig):  # type: ignore[no-untyped-def]
         def finish(self, *a, **k):  # type: ignore[no-untyped-def]
@@ -295,6 +313,7 @@ PATCHES = {
     "accelerate.accelerator": patch_accelerate,
     "torch.distributed.checkpoint.state_dict_saver": patch_dcp_saver,
     "torch.distributed.checkpoint.filesystem": patch_dcp_fs,
+    "torch.distributed.checkpoint.state_dict": patch_dcp_state_dict,
     "deepspeed.runtime.engine": patch_deepspeed,
 }
 try:
