@@ -97,7 +97,8 @@ def generate(judged: dict[str, list[str]] | None = None) -> str:
                 b = bundle_id(r, "jobset-kept") if "jobset-kept" in models_for(r) else bundle_id(r, models_for(r)[0])
                 misses = judged[b] if b in judged else judge(OUT / b)[0]
                 judged[b] = misses
-                if any(aspect_of(m) == aspect for m in misses):
+                unread = aspect == "killed: last step" and "progress-not-read" in misses  # nothing to bound
+                if unread or any(aspect_of(m) == aspect for m in misses):
                     bad.append(name_of(r))
             mark = "✔" if not bad else ("✘" if len(bad) == len(rel) else "◐")
             cells.append(f"{mark} {len(rel) - len(bad)}/{len(rel)}" + (f" (misses: {', '.join(bad)})" if bad else ""))
@@ -144,7 +145,7 @@ def envs_section() -> list[str]:
         out.append(f"| {name} | {e.get('frameworks', '')} | {e['install_seconds']:.0f} s | {size} | {torch} |")
     if envs.get("notes"):
         out.append("")
-        out += [f"- {n}" for n in envs["notes"]]
+        out += [f"- {n[0].upper()}{n[1:]}." for n in envs["notes"]]
     return out
 
 
