@@ -65,9 +65,15 @@ def applies(run: dict[str, Any], aspect: str) -> bool:
     return any(a["ended_by"] == "killed" and a["steps"] for a in atts)
 
 
+FW_PACKAGE = {"hf-trainer": "transformers", "lightning": "lightning", "accelerate": "accelerate",
+              "torch-dcp": "torch", "deepspeed": "deepspeed", "orbax": "orbax-checkpoint"}  # fmt: skip
+
+
 def row_key(run: dict[str, Any]) -> tuple[str, str]:
-    ver = re.sub(r"^[a-z]+-", "", run["id"].split("-" + run["scenario"])[0])
-    return run["framework"], ver
+    pkg = FW_PACKAGE.get(run["framework"], "")
+    ver = str(run["versions"].get(pkg) or re.sub(r"^[a-z]+-", "", run["id"].split("-" + run["scenario"])[0]))
+    ranks = int(run.get("ranks") or 1)
+    return run["framework"], ver + (f", {ranks} ranks (torchrun)" if ranks > 1 else "")
 
 
 def name_of(run: dict[str, Any]) -> str:

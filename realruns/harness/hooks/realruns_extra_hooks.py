@@ -2,14 +2,15 @@
 
 - steps: every call of a `jax.jit`-compiled function whose output holds an optax Adam state reports the
   state's own `count` (restored by a real resume), as torch's optimizer hook does for torch;
-- saves: `CheckpointManager.save(step)` that the manager decides to save starts a save; its commit is the
-  rename of the temporary folder to the step's folder (an audit event of the process), the end of the save.
+- saves: the process creating `<dir>/<step>.orbax-checkpoint-tmp` starts a save, renaming it to `<dir>/<step>`
+  commits it (audit events of the process: no wrapper, no call into the manager's own bookkeeping).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import time
 
@@ -64,35 +65,29 @@ def patch_jax(jax) -> None:  # type: ignore[no-untyped-def]
     jax.jit = jit
 
 
-def patch_orbax(mod) -> None:  # type: ignore[no-untyped-def]
-    cls = mod.CheckpointManager
-    orig = cls.save
-
-    def save(self, step, *a, **k):  # type: ignore[no-untyped-def]
-        force = bool(k.get("force"))
-        try:
-            will = force or self.should_save(step)
-        except Exception:
-            will = False
-        if will:
-            path = os.path.join(str(self.directory), str(step))
-            _pending[int(step)] = path
-            emit("save_start", framework="orbax", step=int(step), path=path)
-        return orig(self, step, *a, **k)
-
-    functools.update_wrapper(save, orig)
-    cls.save = save
+_TMP = re.compile(r"^(\d+)\.orbax-checkpoint-tmp$")
 
 
 def _audit(event: str, args: tuple) -> None:  # type: ignore[type-arg]
-    if event not in ("os.rename", "os.replace") or not _pending:
+    """An Orbax save creates `<dir>/<step>.orbax-checkpoint-tmp` and commits by renaming it to `<dir>/<step>`."""
+    if event not in ("os.mkdir", "os.rename", "os.replace"):
         return
-    dst = os.fsdecode(args[1]) if isinstance(args[1], (str, bytes, os.PathLike)) else ""
-    base = os.path.basename(dst.rstrip("/"))
-    if base.isdigit() and int(base) in _pending:
-        step = int(base)
+    try:
+        src = os.fsdecode(args[0])
+    except TypeError:
+        return
+    m = _TMP.match(os.path.basename(src.rstrip("/")))
+    if m is None or ".orbax-checkpoint-tmp" in os.path.dirname(src):
+        return
+    step = int(m.group(1))
+    final = os.path.join(os.path.dirname(src), str(step))
+    if event == "os.mkdir":
+        _pending[step] = final
+        emit("save_start", framework="orbax", step=step, path=final)
+        return
+    if step in _pending:
         if _SLOW:
-            emit("save_file", path=os.fsdecode(args[0]))
+            emit("save_file", path=src)
             time.sleep(_SLOW)
         emit("save_end", framework="orbax", step=step, path=_pending.pop(step))
 
@@ -100,4 +95,4 @@ def _audit(event: str, args: tuple) -> None:  # type: ignore[type-arg]
 if os.environ.get("REALRUNS_TRUTH"):
     sys.addaudithook(_audit)
 
-PATCHES = {"jax": patch_jax, "orbax.checkpoint.checkpoint_manager": patch_orbax}
+PATCHES = {"jax": patch_jax}
