@@ -34,6 +34,9 @@ from tests.scenario import T0, Attempt, PodSpecKnobs, Scenario
 
 OUT = Path(__file__).resolve().parent / "bundles"
 MODELS = ("in-place", "jobset-kept", "jobset-gone", "suspend-resume")
+# the package whose version names a framework's row and image tag
+FW_PACKAGE = {"hf-trainer": "transformers", "lightning": "lightning", "accelerate": "accelerate",
+              "torch-dcp": "torch", "deepspeed": "deepspeed", "orbax": "orbax-checkpoint"}  # fmt: skip
 
 
 def load_run(run_dir: Path) -> dict[str, Any]:
@@ -87,7 +90,7 @@ class Recorded(Scenario):
     """A Scenario whose pods carry the recorded attempts' exact times, commands and exits."""
 
     def __init__(self, run: dict[str, Any], model: str) -> None:
-        ver = next((v for k, v in run["versions"].items() if k not in ("python", "torch")), run["versions"]["torch"])
+        ver = run["versions"].get(FW_PACKAGE.get(run["framework"], ""), run["versions"]["python"])
         knobs = PodSpecKnobs(
             command=list(run["command"]),
             args=[],

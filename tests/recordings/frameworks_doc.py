@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from tests.recordings.bundles import OUT, all_runs, bundle_id, models_for
+from tests.recordings.bundles import FW_PACKAGE, OUT, all_runs, bundle_id, models_for
 from tests.recordings.judge import judge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,10 +65,6 @@ def applies(run: dict[str, Any], aspect: str) -> bool:
     return any(a["ended_by"] == "killed" and a["steps"] for a in atts)
 
 
-FW_PACKAGE = {"hf-trainer": "transformers", "lightning": "lightning", "accelerate": "accelerate",
-              "torch-dcp": "torch", "deepspeed": "deepspeed", "orbax": "orbax-checkpoint"}  # fmt: skip
-
-
 def row_key(run: dict[str, Any]) -> tuple[str, str]:
     pkg = FW_PACKAGE.get(run["framework"], "")
     ver = str(run["versions"].get(pkg) or re.sub(r"^[a-z]+-", "", run["id"].split("-" + run["scenario"])[0]))
@@ -107,7 +103,8 @@ def generate(judged: dict[str, list[str]] | None = None) -> str:
                 if unread or any(aspect_of(m) == aspect for m in misses):
                     bad.append(name_of(r))
             mark = "✔" if not bad else ("✘" if len(bad) == len(rel) else "◐")
-            cells.append(f"{mark} {len(rel) - len(bad)}/{len(rel)}" + (f" (misses: {', '.join(bad)})" if bad else ""))
+            listed = f" (missed: {', '.join(bad)})" if bad and mark == "◐" else ""
+            cells.append(f"{mark} {len(rel) - len(bad)}/{len(rel)}{listed}")
         out.append(f"| {fw} | {ver} | " + " | ".join(cells) + " |")
         details.append(f"\n### {fw} {ver}\n")
         for r in rs:
@@ -116,7 +113,7 @@ def generate(judged: dict[str, list[str]] | None = None) -> str:
             details.append(f"- [`{r['id']}`](../recordings/{r['id']}/run.yaml): {r['description']}. {ends}. ({v})")
     out.append("")
     out.append("Cells: ✔ the engine got that aspect right on every recording where it shows, ◐ on some, ✘ on none,")
-    out.append("— no recording shows it; n/m = right/recordings; the misses name the scenarios. Judged on the")
+    out.append("— no recording shows it; n/m = right/recordings; ◐ names the scenarios missed. Judged on the")
     out.append("jobset-kept bundle of each run (every pod and log kept); tests/recordings/judge.py says what counts.")
     out.append("")
     out += envs_section()

@@ -80,8 +80,9 @@ def judge_attempt(e: AttemptFact, t: dict[str, Any], log_seen: bool, model: str,
     if e.last_step is not None:
         # an attempt that loaded a checkpoint and ran no step (already at the end) stands at its step
         at_loaded = not steps and t["resume_path"] and e.last_step in earlier
-        if not steps and not at_loaded:
-            out.add("phantom-steps")
+        if not steps:
+            if not at_loaded:
+                out.add("phantom-steps")
         elif e.last_step > steps["last"]:
             out.add("last-step-beyond-truth")
     resumed = e.start == "resumed" and e.start_step is not None and t["resumed_from"] is not None
