@@ -132,7 +132,8 @@ NOTES = [
     "install times are wall clock on two cores shared with other work (load average 6-11), under nice -n 10",
     "DeepSpeed 0.19 installs from its sdist (--no-build-isolation, after torch) and JIT-compiles its CPU "
     "shared-memory comm op (g++ and ninja) in init_distributed: build_envs.py builds it once (deepspeed_jit_seconds, "
-    "here about 20 minutes on the loaded cores) into ~/.cache/torch_extensions, so that no recording waits on it",
+    "285 s here, 1167 s under a heavier load) into ~/.cache/torch_extensions, where the recordings find it; the build "
+    "is keyed by the source paths, so it is made inside the container shim with the venv at /opt/venv",
     "torchtune 0.6 has a venv definition (tune) but was not built or recorded: its recipes need tokenizer and "
     "checkpoint files from the hub, which this machine cannot reach",
 ]
