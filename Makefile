@@ -54,10 +54,10 @@ bench-all: bench
 	$(BIN)/python bench/bench_mutations.py
 
 # Re-record every real framework run (by hand, not part of `make test`): builds the CPU-only venvs under
-# realruns/.venvs (about 3 min and 1.2 GB each), records recordings/ (as root: it uses PID and mount
+# realruns/.venvs (hf4, hf5: about 3 min and 1.2 GB each; jax 0.75 GB), records recordings/ (as root: it uses PID and mount
 # namespaces), then regenerates the bundles, the engine's known misses and docs/frameworks.md.
 realruns: $(STAMP)
-	nice -n 10 python3 realruns/build_envs.py hf4 hf5
+	nice -n 10 python3 realruns/build_envs.py hf4 hf5 jax
 	$(BIN)/python realruns/record.py --jobs 2
 	$(MAKE) recordings-tests
 
