@@ -334,6 +334,8 @@ class Recorder:
                                  env=self.env(truth, i), start_new_session=True, cwd="/")  # fmt: skip
             what = self.drive(p, fault, truth, status_file)
         ended = time.time()
+        if what.get("when") == "harness timeout":
+            raise RuntimeError(f"{r.id} attempt {i} ran past {ATTEMPT_TIMEOUT:.0f} s (a hang?): not recorded")
         status = next((e for e in read_events(status_file) if e["event"] == "container_exit"), {})
         events = read_events(truth)
         (self.out / f"attempt-{i}.listing").write_text(listing(self.work / "ck", r.checkpoint_dir, ended))

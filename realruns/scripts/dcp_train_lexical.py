@@ -72,6 +72,7 @@ def main():
                      checkpoint_id=os.path.join(CKPT_DIR, f"step-{step}"))
             if rank == 0:
                 print(f"saved checkpoint {CKPT_DIR}/step-{step}")
+    dist.barrier()
     dist.destroy_process_group()
 
 

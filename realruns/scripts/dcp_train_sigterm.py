@@ -83,6 +83,7 @@ def main():
             if rank == 0:
                 print(f"SIGTERM: saved step {step}, exiting")
             break
+    dist.barrier()
     dist.destroy_process_group()
 
 
