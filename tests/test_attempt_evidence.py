@@ -194,13 +194,14 @@ def test_a_pod_without_status_keeps_its_previous_log_as_an_earlier_attempt(tmp_p
 
 def _examples_with_previous_logs() -> list[Path]:
     out = []
-    for d in sorted([*(ROOT / "examples").iterdir(), *(ROOT / "tests" / "held" / "bundles").glob("*")]):
+    held = [*(ROOT / "tests" / "held" / "bundles").glob("*"), *(ROOT / "tests" / "recordings" / "bundles").glob("*")]
+    for d in sorted([*(ROOT / "examples").iterdir(), *held]):
         if any(d.glob("logs/*/*.previous.log")):
             out.append(d)
     return out
 
 
-@pytest.mark.parametrize("bundle", _examples_with_previous_logs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("bundle", _examples_with_previous_logs(), ids=lambda p: p.parent.parent.name + "/" + p.name)
 @pytest.mark.parametrize("what", ["status", "containerStatuses", "restartCount"])
 def test_taking_pod_status_away_never_turns_a_finding_into_a_pass(tmp_path: Path, bundle: Path, what: str) -> None:
     """Less evidence may make a rule not_evaluated, never an all-clear: every fail and not_evaluated stays."""

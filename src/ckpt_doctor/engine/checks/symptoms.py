@@ -68,8 +68,7 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
         )
         return fail(facts.subject(), evidence, detail, "medium" if inferred else "high")
     unknown = _unknown_starts(h, later) + [u for u in h.unseen if "gone" in u and h.attempts]
-    if h.doubt and h.attempts and h.attempt_start(h.attempts[0])[0] in ("fresh", "unknown"):
-        unknown += h.doubt  # the first attempt seen began at step 0: after an unseen one, that is the symptom
+    unknown += h.doubt  # attempts may have come before the first one seen: any of them may have started fresh
     if unknown:
         return skip("how some later attempts began cannot be told: " + "; ".join(unknown[:3]))
     started = [a for a in later if h.attempt_start(a)[0] == "resumed"]
