@@ -491,6 +491,16 @@ def _mark_skipped(runs: list[Run]) -> None:
                 x.__dict__.pop("_save_outcomes", None)
 
 
+def _pod_shape(scope: Scope) -> re.Pattern[str] | None:
+    """The names the JobSet gives this TrainJob's trainer pods: `<trainjob>-<replicated job>-<job index>-
+    <completion index>-<suffix>`."""
+    tj = scope.trainjob
+    if tj is None:
+        return None
+    rjobs = "|".join(re.escape(n) for n in sorted(scope.trainer_job_names()))
+    return re.compile(rf"^{re.escape(tj.name)}-(?P<rjob>{rjobs})-(?P<job>\d+)-(?P<idx>\d+)-[a-z0-9]{{5}}$")
+
+
 def _runs_of_deleted_pods(scope: Scope, kept: list[Run]) -> list[Run]:
     """Runs known from logs left in the bundle for trainer pods that are no longer in it.
 
@@ -499,11 +509,10 @@ def _runs_of_deleted_pods(scope: Scope, kept: list[Run]) -> list[Run]:
     JobSet pods have, `<trainjob>-<replicated job>-<job index>-<completion index>-<suffix>`.
     """
     tj = scope.trainjob
-    if tj is None:
+    shape = _pod_shape(scope)
+    if tj is None or shape is None:
         return []
     names = {r.pod.name for r in kept} | {p.name for p in scope.pods}
-    rjobs = "|".join(re.escape(n) for n in sorted(scope.trainer_job_names()))
-    shape = re.compile(rf"^{re.escape(tj.name)}-(?P<rjob>{rjobs})-(?P<job>\d+)-(?P<idx>\d+)-[a-z0-9]{{5}}$")
     out: list[Run] = []
     for (pod, container, previous), _ref in sorted(scope.snap.logs.items(), key=lambda kv: kv[0]):
         m = shape.match(pod)
@@ -663,8 +672,7 @@ def _ran_before(scope: Scope, runs: list[Run], when: str) -> list[dict[str, Any]
             return out
     pods = {p.name for p in scope.trainer_pods()}
     jobs = {j.name for j in scope.jobs}
-    tj = scope.trainjob
-    prefix = f"{tj.name}-" if tj is not None else None
+    shape = _pod_shape(scope)
     for ev in scope.snap.of_kind("Event"):
         f = event_fields(ev)
         first = str(ev.raw.get("firstTimestamp") or ev.raw.get("eventTime") or f["lastTimestamp"] or "")
@@ -674,7 +682,7 @@ def _ran_before(scope: Scope, runs: list[Run], when: str) -> list[dict[str, Any]
         ns = f["object"].split("/")[1] if f["object"].count("/") >= 2 else ""
         if scope.namespace and ns and ns != scope.namespace:
             continue
-        mine_pod = kind == "Pod" and (name in pods or (prefix is not None and name.startswith(prefix)))
+        mine_pod = kind == "Pod" and (name in pods or (shape is not None and shape.match(name) is not None))
         if (mine_pod and f["reason"] in _POD_RAN) or (kind == "Job" and name in jobs and f["reason"] in _JOB_RAN):
             out.append(event_ev(f))
             return out
