@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckpt_doctor.coverage import apply_absent_or_log, apply_gap, kind_of_word
+from ckpt_doctor.coverage import UNKNOWN, Known, apply_absent_or_log, apply_gap, kind_of_word
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.snapshot import Gap, LogRef, Obj, Origin, Snapshot
 from ckpt_doctor.typed import clean_meta, unreadable_object
@@ -289,10 +289,7 @@ def _named_configmaps(snap: Snapshot) -> set[str]:
 def _read_set_aside(snap: Snapshot, aside: list[_SetAside]) -> None:
     """The set-aside ConfigMaps the bundle names are parsed and added; the others are counted, and known to be in
     the bundle (unread), never absent."""
-    from ckpt_doctor.coverage import UNKNOWN, Known
-
     named = _named_configmaps(snap)
-    skipped = 0
     for part in aside:
         wanted = [item for name, item in part.configmaps if name in named]
         if wanted:
@@ -307,7 +304,6 @@ def _read_set_aside(snap: Snapshot, aside: list[_SetAside]) -> None:
                 snap.add(o, dedupe=True)
         for name, _item in part.configmaps:
             if name not in named:
-                skipped += 1
                 why = f"in {part.display}, not read: no object of the bundle mounts or names it"
                 snap.coverage.object_known("ConfigMap", name, None, Known(UNKNOWN, why))
         left = sum(1 for name, _ in part.configmaps if name not in named)
@@ -316,7 +312,6 @@ def _read_set_aside(snap: Snapshot, aside: list[_SetAside]) -> None:
                 f"{part.display}: {left} ConfigMap(s) that no object of the bundle mounts or names were counted, "
                 "not read"
             )
-    snap.__dict__["_configmaps_unread"] = skipped
 
 
 def read_objects_file(
