@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.coverage import Coverage, Known, Malformed
 from ckpt_doctor.facts.attempts import History, build_history
 from ckpt_doctor.facts.logs import Signature, load_signatures
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 NEEDS_CLUSTER = "needs cluster evidence (pods, events, logs); lint sees only manifests"
 # frameworks that save checkpoints unless told not to (HF Trainer's save_strategy, Lightning's
 # ModelCheckpoint, torchtune's epoch saves, training_hub's epoch checkpoints)
-SAVING_STACKS = ("hf-trainer", "llamafactory", "lightning", "torchtune", "training-hub")
 WHAT_DIR = "a checkpoint directory (CKPT_DIR, --output_dir, output_dir…)"
 CLUSTER_KINDS = ("PersistentVolume", "StorageClass", "Node", "ClusterTrainingRuntime")
 
@@ -132,7 +132,7 @@ class Facts:
             return "present", f"it mounts the persistent volume {name!r}", []
         prog = self.program
         if prog is not None:
-            saving = [s for s in prog.stacks if s in SAVING_STACKS]
+            saving = [s for s in prog.stacks if s in frameworks.saving_stacks()]
             if saving:
                 return "present", f"{saving[0]} checkpoints by default", []
             if any(io.op == "save" for p in prog.pythons for io in p.facts.io):
