@@ -186,6 +186,8 @@ _ROOT_KEYS = ("\nkind:", "\nmetadata:", "\napiVersion:", "\n---", "\n...")
 _ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s,\]}]")
 _CM_KIND = re.compile(r"^  kind: ConfigMap[ \t]*$", re.M)
 _META_END = re.compile(r"\n(?!    |\n)")  # the end of the metadata block: a line indented less than its keys
+_CREDENTIAL_HINTS = ("pass", "secret", "token", "key", "cred", "auth", "pwd", "priv", "sign", "cert", "session",
+                     "cookie", "bearer")  # fmt: skip
 _DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")  # a plain name, nothing YAML would read otherwise
 
 
@@ -252,8 +254,14 @@ def _items_end(text: str, start: int) -> int:
 
 
 def _configmap_name(item: str) -> str | None:
-    """The name of an item that is a ConfigMap in kubectl's shape (one top-level kind, a plain name), else None."""
+    """The name of an item that is a ConfigMap in kubectl's shape (one top-level kind, a plain name), else None.
+
+    An item with a word that may name a credential is read as before, whatever it holds: the redactor learns
+    the credentials of the objects it reads (by their names) and replaces them wherever they appear."""
     if not item.startswith("- ") or item.count("\n  kind:") != 1 or "\n  kind: ConfigMap\n" not in item:
+        return None
+    low = item.lower()
+    if any(w in low for w in _CREDENTIAL_HINTS):
         return None
     i = item.find("\n  metadata:\n")
     if i < 0:
