@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
 
-.PHONY: demo test lint docs bench bench-all clean
+.PHONY: demo test lint docs bench bench-all clean realruns recordings-tests
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,19 @@ bench-all: bench
 	$(BIN)/python bench/bench_watch.py
 	$(BIN)/python bench/bench_less_data.py
 	$(BIN)/python bench/bench_mutations.py
+
+# Re-record every real framework run (by hand, not part of `make test`): builds the CPU-only venvs under
+# realruns/.venvs (hf4, hf5: about 3 min and 1.2 GB each; jax 0.75 GB), records recordings/ (as root: it uses PID and mount
+# namespaces), then regenerates the bundles, the engine's known misses and docs/frameworks.md.
+realruns: $(STAMP)
+	nice -n 10 python3 realruns/build_envs.py hf4 hf5 jax
+	$(BIN)/python realruns/record.py --jobs 2
+	$(MAKE) recordings-tests
+
+recordings-tests: $(STAMP)
+	$(BIN)/python -m tests.recordings.bundles > /dev/null
+	$(BIN)/python -m tests.recordings.misses
+	$(BIN)/python -m tests.recordings.frameworks_doc
 
 clean:
 	rm -rf $(VENV) build dist

@@ -262,8 +262,7 @@ def _main(args_list: list[str]) -> int:
     try:
         return int(args.func(args) or 0)
     except UsageError as e:
-        print(f"ckpt-doctor {args.verb}: error: {e}", file=sys.stderr)
-        print(f"(see `ckpt-doctor {args.verb} --help`)", file=sys.stderr)
+        print(f"ckpt-doctor {args.verb}: error: {_one_line(e)} (see `ckpt-doctor {args.verb} --help`)", file=sys.stderr)
         return EXIT_USAGE
     except InputError as e:
         print("ckpt-doctor: error: " + _one_line(e), file=sys.stderr)

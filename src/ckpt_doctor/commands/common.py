@@ -64,3 +64,20 @@ def diagnose_live_target(args: argparse.Namespace) -> Diagnosis:
         version_flag=args.trainer_version,
         signature_dirs=args.signatures,
     )
+
+
+def live_diagnosis(args: argparse.Namespace) -> tuple[Diagnosis, str]:
+    """`diagnose_live_target`, and why the cluster was lost half-way through the collection ('' if it was not):
+    the diagnosis is then of what was read before, and its `notCollected` says so."""
+    from ckpt_doctor.sources.live.collector import lost_reason
+
+    diag = diagnose_live_target(args)
+    return diag, lost_reason(diag.facts.scope.snap)
+
+
+def say_lost(lost: str) -> int:
+    """The one error line of a cluster lost mid-collection (after the output it still printed or wrote): exit 3."""
+    from ckpt_doctor.errors import EXIT_INPUT
+
+    print(f"ckpt-doctor: error: {' '.join(lost.split())}", file=sys.stderr)
+    return EXIT_INPUT

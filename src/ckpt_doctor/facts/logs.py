@@ -223,9 +223,13 @@ def _read_dir(d: Path) -> list[Signature]:
     return out
 
 
+_QUIET = re2.Options()
+_QUIET.log_errors = False  # RE2 would print a refused pattern on the terminal itself, around our one line
+
+
 def _compile(pattern: str, sid: str, what: str, where: str) -> Any:
     try:
-        rx = re2.compile(pattern)
+        rx = re2.compile(pattern, _QUIET)
     except re2.error as e:
         why = str(e) or "not a pattern google-re2 accepts"
         raise InputError(

@@ -167,7 +167,7 @@ def list_trainjobs(
 def diagnose_trainjob(
     s: Settings, trainjob: str | None = None, namespace: str | None = None, bundle: str | None = None
 ) -> dict[str, Any]:
-    """One TrainJob's findings document (contracts.md §3, as `diagnose -o json` prints it) and a short verdict."""
+    """One TrainJob's findings document (docs/contracts.md §3, as `diagnose -o json` prints it) and a short verdict."""
     from ckpt_doctor.report.jsonout import render
     from ckpt_doctor.report.verdict import verdict_text
     from ckpt_doctor.sources.redact import redact_diagnosis
