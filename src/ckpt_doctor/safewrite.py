@@ -6,7 +6,8 @@ The rules (docs/security.md, "Writes"):
   nothing planted at a temporary name, symlink or not, is ever followed or overwritten), is flushed and fsync'ed,
   and takes the target's place with one `os.replace`: Ctrl-C, a full disk or a crash leave the old file or the
   new one, never half of one, and never a stray temporary file;
-- a file that is replaced keeps its permission bits (a 600 file stays 600); a new file gets the umask's default,
+- a file that is replaced keeps its permission bits (a 600 file stays 600) and, where the writer may give them,
+  its owner and group; a new file gets the umask's default,
   or the mode the caller asks for (bundles: 600);
 - an existing output (`collect -o`, exports) is refused unless `force`; a read-only one too; with `force` a symlink
   at the output path is replaced itself, never what it points to, and a hard-linked file is replaced by a new
@@ -131,12 +132,14 @@ def output_stream(path: str | Path, force: bool = False, new_mode: int | None = 
     notes: list[str] = []
     mode = _umask_mode() if new_mode is None else new_mode
     replaced = os.path.lexists(p)
+    owner: tuple[int, int] | None = None
     if replaced:
         st = os.lstat(p)
         if stat.S_ISLNK(st.st_mode):
             notes.append("it was a symlink: the link was replaced, not the file it pointed to")
         elif stat.S_ISREG(st.st_mode):
             mode = stat.S_IMODE(st.st_mode)
+            owner = (st.st_uid, st.st_gid)
             if st.st_nlink > 1:
                 notes.append(f"it had {st.st_nlink} hard links: the other names keep the old content")
     parent = p.parent if str(p.parent) else Path(".")
@@ -152,6 +155,8 @@ def output_stream(path: str | Path, force: bool = False, new_mode: int | None = 
             os.fsync(f.fileno())
             size = f.tell()
         os.chmod(tmp, mode)
+        if owner is not None and owner != (os.geteuid(), os.getegid()):
+            _keep_owner(tmp, owner)
         os.replace(tmp, p)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
@@ -160,6 +165,17 @@ def output_stream(path: str | Path, force: bool = False, new_mode: int | None = 
         Path(tmp).unlink(missing_ok=True)
         raise
     out.written = Written(p, size, replaced, tuple(notes))
+
+
+def _keep_owner(tmp: str, owner: tuple[int, int]) -> None:
+    """A replaced file keeps its owner and group where the writer may give them (root; or a group it is in)."""
+    try:
+        os.chown(tmp, *owner)
+    except PermissionError:
+        try:
+            os.chown(tmp, -1, owner[1])
+        except PermissionError:
+            pass
 
 
 def write_output(

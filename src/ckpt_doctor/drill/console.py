@@ -169,14 +169,7 @@ class TextConsole:
                     f"      {mark} {result.status}{took}")
 
     def end(self, result: DrillResult) -> None:
-        words = {
-            "passed": "every step passed",
-            "failed": f"step {getattr(result.failed_step(), 'id', '?')} failed",
-            "stopped": "stopped before the end (not a failure); cleanup ran",
-            "error": "the cluster or an input failed",
-            "planned": "the plan above changes nothing until you run it without --dry-run",
-        }
-        self._print(f"drill {result.drill_id}: {result.verdict}: {words.get(result.verdict, '')}")
+        self._print(f"drill {result.drill_id}: {result.verdict}: {result.verdict_reason}")
         for left in result.leftovers:
             self._print(f"  LEFT BEHIND: {left}")
         if result.leftovers:
