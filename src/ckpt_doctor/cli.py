@@ -13,7 +13,7 @@ from ckpt_doctor import __version__
 from ckpt_doctor.errors import EXIT_INPUT, EXIT_USAGE, InputError, InternalError, UsageError
 
 # verb modules, in the order `--help` lists them; each has register(subparsers)
-VERBS = ("tui", "diagnose", "lint", "explain_error", "collect", "drill", "report", "rules", "rbac", "watch")
+VERBS = ("tui", "diagnose", "lint", "explain_error", "collect", "drill", "report", "rules", "rbac", "watch", "sandbox")
 
 
 def add_cluster_flags(p: argparse.ArgumentParser) -> None:

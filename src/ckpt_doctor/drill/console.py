@@ -95,6 +95,10 @@ class TextConsole:
         how = {"submit": "submitting it", "attach": "attached to it", "cleanup": "cleaning up"}.get(result.mode, "")
         dry = " (dry run: nothing is changed)" if result.dry_run else ""
         self._print(f"ckpt-doctor drill {result.drill_id}: {what}, {how}{dry}")
+        if result.simulated:
+            from ckpt_doctor.simulation import WORDS
+
+            self._print(f"  on the {WORDS} at {(result.cluster or {}).get('server')}: not a real cluster")
         if result.trainer_version:
             self._print(f"  Trainer {result.trainer_version}")
         for n in result.notes:

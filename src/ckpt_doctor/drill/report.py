@@ -54,6 +54,10 @@ def render_junit(doc: dict[str, Any]) -> str:
     props = ET.SubElement(suite, "properties")
     for k in ("drillId", "verdict", "verdictReason", "trainerVersion", "how", "dryRun"):
         ET.SubElement(props, "property", {"name": k, "value": str(doc.get(k) if doc.get(k) is not None else "")})
+    if (doc.get("cluster") or {}).get("simulated"):
+        from ckpt_doctor.simulation import WORDS
+
+        ET.SubElement(props, "property", {"name": "cluster", "value": WORDS})
     for s, outcome in zip(steps, outcomes, strict=True):
         tc = ET.SubElement(suite, "testcase", {"classname": f"ckpt-doctor.drill.{doc['playbook']}", "name": s["id"],
                                                "time": f"{s.get('seconds') or 0:.3f}"})
@@ -111,6 +115,10 @@ def render_markdown(doc: dict[str, Any]) -> str:
     out += [f"Playbook `{doc['playbook']}`, {doc['how']}"
             + (f", Trainer {doc['trainerVersion']}" if doc.get("trainerVersion") else "")
             + (" (dry run: nothing was changed)" if doc.get("dryRun") else "") + ".", ""]
+    if (doc.get("cluster") or {}).get("simulated"):
+        from ckpt_doctor.simulation import WORDS
+
+        out += [f"Cluster: the {WORDS} at {doc['cluster']['server']}, not a real cluster.", ""]
     if doc.get("startedAt"):
         out += [f"Started {doc['startedAt']}, finished {doc.get('finishedAt') or '-'}.", ""]
     out += ["| step | status | took | observed |", "|---|---|---|---|"]

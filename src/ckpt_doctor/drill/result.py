@@ -92,6 +92,11 @@ class DrillResult:
     leftovers: list[str] = field(default_factory=list)  # what cleanup could not undo
     notes: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    cluster: dict[str, Any] | None = None  # {server, serverVersion, simulated}: what the drill talked to
+
+    @property
+    def simulated(self) -> bool:
+        return bool((self.cluster or {}).get("simulated"))
 
     def step(self, sid: str) -> StepResult:
         return next(s for s in self.steps if s.id == sid)
@@ -110,6 +115,7 @@ class DrillResult:
             "drillId": self.drill_id,
             "playbook": self.playbook,
             "target": self.target,
+            "cluster": self.cluster,
             "how": self.mode,
             "dryRun": self.dry_run,
             "trainerVersion": self.trainer_version,

@@ -64,7 +64,7 @@ def connect(d: Drill) -> None:
     if cluster is not None:
         api = Api(cluster)
         try:  # one request, no retries: a cluster never reached is not a cluster lost
-            api.version()
+            _seen_cluster(d, cluster.server, api.version())
         except CallError as e:  # an answer, even a refusal, is a cluster: the steps say what they cannot read
             if e.kind in ("unreachable", "timeout") and o.dry_run:
                 d.result.notes.append(f"cluster not reached ({e.message}): the plan shows placeholders for what it "
@@ -75,6 +75,14 @@ def connect(d: Drill) -> None:
         d.s.cluster = cluster
         d.s.api = api
         d.actions = d.make_actions()
+
+
+def _seen_cluster(d: Drill, server: str, version: str) -> None:
+    """What the drill talks to: the sandbox says so in its version (ckpt_doctor.simulation), and every face of the
+    drill then says `sandbox (simulated cluster)`."""
+    from ckpt_doctor.simulation import simulated
+
+    d.result.cluster = {"server": server, "serverVersion": version, "simulated": simulated(version)}
 
 
 def connect_cleanup(d: Drill) -> None:

@@ -51,10 +51,13 @@ Obj = dict[str, Any]
 
 class VirtualClock:
     """Timestamps that move on at least a second per event: API times have whole seconds, and the simulated
-    cluster lives through many events in one real second; the engine orders attempts by these times."""
+    cluster lives through many events in one real second; the engine orders attempts by these times.
 
-    def __init__(self) -> None:
-        self.t = datetime.now(UTC).timestamp()
+    `behind` starts the clock that many seconds in the past (the sandbox's jobs "started a while ago"), so that
+    a burst of events does not push times ahead of the real clock that ages and staleness are read against."""
+
+    def __init__(self, behind: float = 0.0) -> None:
+        self.t = datetime.now(UTC).timestamp() - behind
         self.lock = threading.Lock()
 
     def __call__(self) -> str:
@@ -205,8 +208,12 @@ class Simulator:
 
     def __init__(self, kube: LoopbackApi, scenario: Scenario | None = None, *, nodes: tuple[str, ...] = (
             "gpu-node-a", "gpu-node-b"), detach_seconds: float = 0.0, grace_scale: float = 0.01,
-                 gpus: int = 8) -> None:
+                 gpus: int = 8, clocks_behind: float | None = None) -> None:
         self.kube = kube
+        # one clock per TrainJob (its objects' times are ordered; others' events do not push them ahead), or the
+        # module's one clock when clocks_behind is None (the tests' simulators: one TrainJob each)
+        self.clocks_behind = clocks_behind
+        self.clocks: dict[tuple[str, str], VirtualClock] = {}
         self.scenario = scenario or Scenario()
         self.detach_seconds = detach_seconds
         self.grace_scale = grace_scale
@@ -231,6 +238,25 @@ class Simulator:
         self._thread: threading.Thread | None = None
         self._names = itertools.count()
         self._last_suspend: dict[tuple[str, str], bool] = {}
+
+    def _clk(self, ns: str, trainjob: str) -> str:
+        """Now, for an object of TrainJob `trainjob`: one second after the last time stamped for that TrainJob."""
+        if self.clocks_behind is None:
+            return stamp()
+        clock = self.clocks.get((ns, trainjob))
+        if clock is None:
+            clock = self.clocks[(ns, trainjob)] = VirtualClock(self.clocks_behind)
+        return clock()
+
+    def _pod_now(self, pod: Obj) -> str:
+        meta = pod["metadata"]
+        return self._clk(meta["namespace"], _labels(pod).get(JS + "jobset-name", meta["name"]))
+
+    def _owner(self, kind: str, ns: str, name: str) -> str:
+        if kind == "Pod":
+            pod = self.kube.get("pods", ns, name) or {}
+            return _labels(pod).get(JS + "jobset-name", name)
+        return name
 
     def assign(self, namespace: str, trainjob: str, scenario: Scenario) -> None:
         """Give one TrainJob its own scenario (the others get the simulator's default)."""
@@ -338,7 +364,7 @@ class Simulator:
         if key in self._reported:
             return
         self._reported.add(key)
-        ts = stamp()
+        ts = self._clk(ns, self._owner(kind, ns, name))
         h = hashlib.sha1(f"{name}{reason}{ts}{next(self._seq)}".encode()).hexdigest()[:16]
         inv = {"kind": kind, "namespace": ns, "name": name, **({"uid": uid} if uid else {})}
         self.kube.add({"apiVersion": "v1", "kind": "Event",
@@ -451,7 +477,8 @@ class Simulator:
         ns, name = tj["metadata"]["namespace"], tj["metadata"]["name"]
         labels = (((rt.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
         return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                "metadata": {"name": name, "namespace": ns, "labels": dict(labels), "creationTimestamp": stamp(),
+                "metadata": {"name": name, "namespace": ns, "labels": dict(labels),
+                             "creationTimestamp": self._clk(ns, name),
                              "ownerReferences": [{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
                                                   "name": name, "uid": tj["metadata"]["uid"], "controller": True,
                                                   "blockOwnerDeletion": True}]},
@@ -490,12 +517,12 @@ class Simulator:
                 conds.append({"type": "Suspended", "status": "True", "reason": "Suspended",
                               "message": "TrainJob is suspended",
                               "lastTransitionTime": old["lastTransitionTime"] if old and old["status"] == "True"
-                              else stamp()})
+                              else self._clk(ns, name)})
             elif old is not None or was:
                 conds.append({"type": "Suspended", "status": "False", "reason": "Resumed",
                               "message": "TrainJob is resumed",
                               "lastTransitionTime": old["lastTransitionTime"] if old and old["status"] == "False"
-                              else stamp()})
+                              else self._clk(ns, name)})
             if js_failed is not None and not any(c.get("type") == "Failed" for c in conds):
                 conds.append({**js_failed})
             st["conditions"] = conds
@@ -590,7 +617,7 @@ class Simulator:
         spec.setdefault("backoffLimit", 6)
         return {"apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {"name": jname, "namespace": ns, "labels": meta["labels"],
-                             "annotations": meta["annotations"], "creationTimestamp": stamp(),
+                             "annotations": meta["annotations"], "creationTimestamp": self._clk(ns, name),
                              "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
                                                   "name": name, "uid": js["metadata"]["uid"], "controller": True}]},
                 "spec": spec, "status": {"active": 0, "failed": 0}}
@@ -607,8 +634,9 @@ class Simulator:
 
             def failed(o: Obj) -> None:
                 s = o.setdefault("status", {})
-                s["conditions"] = [*(s.get("conditions") or []), {"type": "Failed", "status": "True", "reason": reason,
-                                                                   "message": msg, "lastTransitionTime": stamp()}]
+                cond = {"type": "Failed", "status": "True", "reason": reason, "message": msg,
+                        "lastTransitionTime": self._clk(ns, name)}
+                s["conditions"] = [*(s.get("conditions") or []), cond]
                 s["terminalState"] = "Failed"
 
             self._write("jobsets", ns, name, failed)
@@ -667,7 +695,7 @@ class Simulator:
                 s = o.setdefault("status", {})
                 s["conditions"] = [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
                                     "message": "Job has reached the specified backoff limit",
-                                    "lastTransitionTime": stamp()}]
+                                    "lastTransitionTime": self._clk(ns, _labels(job).get(JS + "jobset-name", jname))}]
                 s["active"] = 0
 
             self._write("jobs", ns, jname, fail)
@@ -704,7 +732,7 @@ class Simulator:
         spec["subdomain"] = js
         return {"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": f"{jname}-{idx}-{tail}", "namespace": ns, "labels": labels, "annotations": ann,
-                             "creationTimestamp": stamp(),
+                             "creationTimestamp": self._clk(ns, js),
                              "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": jname,
                                                   "uid": job["metadata"]["uid"], "controller": True}]},
                 "spec": spec, "status": {"phase": "Pending"}}
@@ -715,7 +743,7 @@ class Simulator:
         if pod["metadata"].get("deletionTimestamp"):
             return
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        self._write("pods", ns, name, lambda o: o["metadata"].update({"deletionTimestamp": stamp()}))
+        self._write("pods", ns, name, lambda o: o["metadata"].update({"deletionTimestamp": self._pod_now(pod)}))
         proc = self.procs.get(uid)
         if proc is None or proc.exited is not None:
             self._delete("pods", ns, name)
@@ -746,6 +774,22 @@ class Simulator:
             return str(n["metadata"]["name"])
         return None
 
+    def _unschedulable(self, pod: Obj) -> str:
+        """The scheduler's message: why no node takes the pod, counted per reason as kube-scheduler words it."""
+        nodes = self.kube.objects("nodes")
+        sel = (pod.get("spec") or {}).get("nodeSelector") or {}
+        reasons: dict[str, int] = {}
+        for n in nodes:
+            if (n.get("spec") or {}).get("unschedulable"):
+                why = "node(s) were unschedulable"
+            elif any(_labels(n).get(k) != v for k, v in sel.items()):
+                why = "node(s) didn't match Pod's node affinity/selector"
+            else:
+                why = f"Insufficient {GPU}"
+            reasons[why] = reasons.get(why, 0) + 1
+        said = ", ".join(f"{v} {k}" for k, v in sorted(reasons.items()))
+        return f"0/{len(nodes)} nodes are available: {said}."
+
     def _kubelet(self, pod: Obj) -> None:
         ns, name, uid = pod["metadata"]["namespace"], pod["metadata"]["name"], pod["metadata"]["uid"]
         self.seen_pods[uid] = pod
@@ -756,10 +800,8 @@ class Simulator:
         if not node:
             node = self._schedule(pod)
             if node is None:
-                total = len(self.kube.objects("nodes"))
-                self.event("Pod", ns, name, "FailedScheduling",
-                           f"0/{total} nodes are available: {total} node(s) didn't match Pod's node affinity/selector.",
-                           uid=uid, component="default-scheduler")
+                self.event("Pod", ns, name, "FailedScheduling", self._unschedulable(pod), uid=uid,
+                           component="default-scheduler")
                 return
             self._write("pods", ns, name, lambda o: o["spec"].update({"nodeName": node}))
             return
@@ -872,11 +914,12 @@ class Simulator:
 
         def running(o: Obj) -> None:
             cs = {"name": c.get("name", "node"), "ready": True, "started": True, "restartCount": restarts,
-                  "image": c.get("image", ""), "state": {"running": {"startedAt": stamp()}}}
+                  "image": c.get("image", ""), "state": {"running": {"startedAt": self._pod_now(pod)}}}
             old = next((x for x in (o.get("status") or {}).get("containerStatuses") or []), {})
             if old.get("lastState"):
                 cs["lastState"] = old["lastState"]
-            o["status"] = {"phase": "Running", "startTime": (o.get("status") or {}).get("startTime") or stamp(),
+            started = (o.get("status") or {}).get("startTime") or self._pod_now(pod)
+            o["status"] = {"phase": "Running", "startTime": started,
                            "podIP": "10.0.0.1", "containerStatuses": [cs],
                            "conditions": [{"type": "Ready", "status": "True"}]}
 
@@ -963,7 +1006,7 @@ class Simulator:
         def terminated(o: Obj) -> None:
             for cs in (o.get("status") or {}).get("containerStatuses") or []:
                 cs["state"] = {"terminated": {"exitCode": code, "reason": "Error" if code else "Completed",
-                                              "finishedAt": stamp()}}
+                                              "finishedAt": self._pod_now(pod)}}
                 cs["ready"] = False
 
         self._write("pods", proc.ns, proc.pod, terminated)
@@ -977,7 +1020,8 @@ class Simulator:
 
         def restarted(o: Obj) -> None:
             for cs in (o.get("status") or {}).get("containerStatuses") or []:
-                cs["lastState"] = {"terminated": {"exitCode": code, "reason": "Error", "finishedAt": stamp()}}
+                ended = self._pod_now(pod)
+                cs["lastState"] = {"terminated": {"exitCode": code, "reason": "Error", "finishedAt": ended}}
                 cs["restartCount"] = int(cs.get("restartCount") or 0) + 1
                 cs["state"] = {"waiting": {"reason": "CrashLoopBackOff"}}
             o["status"]["phase"] = "Running"

@@ -205,6 +205,11 @@ class DrillScreen(Screen):
             self.states[st.id] = "pending"
             table.add_row(MARKS["pending"], st.id, "pending", key=st.id)
         self.sub_title = f"drill {result.drill_id}" + (" · dry run" if result.dry_run else "")
+        if result.simulated:
+            from ckpt_doctor.simulation import WORDS
+
+            self.sub_title += f" · {WORDS}"
+            self.add_note(f"on the {WORDS}: not a real cluster")
         for n in result.notes:
             self.add_note(n)
 
