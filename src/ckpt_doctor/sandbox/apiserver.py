@@ -469,6 +469,9 @@ class LoopbackApi:
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
             raise ValueError(f"{rt.kind} without metadata.name")
+        for k in ("labels", "annotations"):  # omitempty, as the apiserver serialises ObjectMeta
+            if k in meta and not meta[k]:
+                del meta[k]
         if rt.namespaced:
             meta["namespace"] = meta.get("namespace") or "default"
         else:

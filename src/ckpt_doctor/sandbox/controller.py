@@ -137,6 +137,7 @@ class Program:
     pid1: str = "python"  # python (SIGTERM reaches its handler) | shell (a shell as PID 1 ignores SIGTERM)
     flush_on_sigterm: bool = True  # the handler writes a final checkpoint
     print_saves: bool = True  # False: saves leave no line (HF's save line lost under its progress bar)
+    keep: int | None = None  # save_total_limit: after a save, only the newest `keep` checkpoints stay
 
 
 @dataclass
@@ -935,8 +936,14 @@ class Simulator:
         """The trainer writes checkpoint `step` into its checkpoint directory, file by file (the voice's layout)."""
         if proc.volume is None or not proc.ckpt_dir:
             return
-        voice = self._sc(proc).voice
-        self.volume(proc.volume).save(proc.ckpt_dir, voice.checkpoint_name(step), voice.checkpoint_files(step))
+        sc = self._sc(proc)
+        voice, vol = sc.voice, self.volume(proc.volume)
+        vol.save(proc.ckpt_dir, voice.checkpoint_name(step), voice.checkpoint_files(step))
+        keep = sc.program.keep
+        if keep:  # the framework's rotation (HF: save_total_limit) deletes the oldest, by step
+            old = sorted(vol.checkpoints(proc.ckpt_dir, voice.marker))[:-keep]
+            for s in old:
+                vol.remove(f"{proc.ckpt_dir.rstrip('/')}/{voice.checkpoint_name(s)}")
 
     def _emit(self, proc: Proc, text: str) -> None:
         if not text:

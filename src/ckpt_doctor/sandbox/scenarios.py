@@ -36,7 +36,7 @@ class ScenarioSpec:
         return [d for d in iter_documents(path.read_text(encoding="utf-8"), str(path)) if isinstance(d, dict)]
 
     def make_program(self, **overrides: Any) -> Program:
-        return Program(**{**self.program, **overrides})
+        return Program(**{"keep": 3, **self.program, **overrides})  # the scripts' save_total_limit
 
 
 SCENARIOS: tuple[ScenarioSpec, ...] = (
@@ -44,7 +44,7 @@ SCENARIOS: tuple[ScenarioSpec, ...] = (
                  "complete checkpoint, saves on SIGTERM", "passed", None, ()),
     ScenarioSpec("lexical-checkpoint-sort", "resumes from sorted(glob(...))[-1]: checkpoint-90 sorts after "
                  "checkpoint-100", "failed", "preflight", ("lexical-checkpoint-sort",),
-                 {"sort": "lexical", "save_every": 10, "burst_saves": 10}),
+                 {"sort": "lexical", "save_every": 10, "burst_saves": 10, "keep": 30}),
     ScenarioSpec("runtime-without-ancestor-label", "the runtime's trainer Job lacks the ancestor label: spec.trainer "
                  "(CKPT_DIR, resources) never reaches the pod", "failed", "preflight", ("missing-ancestor-label",)),
     ScenarioSpec("rwo-on-two-nodes", "two nodes share one ReadWriteOnce PVC: the second pod waits for a volume "
