@@ -196,9 +196,9 @@ def test_missing_permission_fails_preflight_before_any_change(make_cluster: Any)
     c.seed()
     c.kube.fault("delete", "pods", status=403)
     got = c.drill(f"{NS}/{NAME}", "--yes", "-o", "json")
-    assert got.rc == 1
+    assert got.rc == 3  # the drill cannot run: an error, not a verdict on the job
     pre = got.json()["steps"][0]
-    assert pre["status"] == "failed" and "delete pods" in pre["observed"]
+    assert pre["status"] == "error" and "delete pods" in pre["observed"]
     assert [w for w in c.writes() if "selfsubjectaccessreviews" not in w[1]] == []
     ok = c.drill(f"{NS}/{NAME}", "--yes", "--crash", "kill", "--steps", "preflight,first-checkpoint", "-o", "json")
     assert chosen_only(ok.json(), "preflight", "first-checkpoint"), ok.err  # --crash=kill needs exec, not delete

@@ -227,6 +227,11 @@ class Actions:
         is gone: polling misses it)."""
         return PodWatch(self.api, self.ns, f"jobset.sigs.k8s.io/jobset-name={self.name}", on_pod)
 
+    def follow_log(self, pod: dict[str, Any], container: str) -> LogFollow:
+        """What the container prints from now until it ends (`kubectl logs -f --tail=0`), in the background: the
+        lines a trainer prints on SIGTERM come just before its pod goes, too late for a poll."""
+        return LogFollow(self.api, self.ns, str(pod["metadata"]["name"]), container)
+
     # -- kubectl lines -----------------------------------------------------------------------------
     def _kc(self, *words: str, namespaced: bool = True) -> str:
         head = ["kubectl", "-n", self.ns] if namespaced else ["kubectl"]
@@ -448,3 +453,50 @@ class PodWatch:
             except Exception as e:  # a bug or an answer nothing expected: the watch ends, the caller goes on
                 self.note = f"the watch of the TrainJob's pods ended: {type(e).__name__}: {e}"
                 return
+
+
+class LogFollow:
+    """`kubectl logs -f --tail=0` in a thread: `data` grows until the container ends (`done`), or `error` says why
+    it could not follow. Best effort, like PodWatch: nothing reaches the caller as an exception."""
+
+    LIMIT = 8 << 20  # bytes kept: enough for the end of an attempt, bounded against an endless progress bar
+
+    def __init__(self, api: Api, namespace: str, pod: str, container: str) -> None:
+        self.api, self.ns, self.pod, self.container = api, namespace, pod, container
+        self.data = bytearray()
+        self.error: str | None = None
+        self.done = threading.Event()
+        self.opened = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drill-log-follow", daemon=True)
+
+    def __enter__(self) -> LogFollow:
+        self._thread.start()
+        self.opened.wait(5)  # the stream is open before the caller reads the log it extends
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass  # the stream ends with the container (or the server's follow timeout); the thread is a daemon
+
+    def _run(self) -> None:
+        try:
+            for chunk in self.api.follow_log(self.pod, self.ns, self.container, tail_lines=0,
+                                             on_open=lambda _r: self.opened.set()):
+                self.data += chunk
+                if len(self.data) > self.LIMIT:
+                    del self.data[: len(self.data) - self.LIMIT]
+        except CallError as e:
+            self.error = f"{e.kind}: {e.message}"
+        except Exception as e:  # an answer nothing expected: following ends, the caller polls instead
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            self.opened.set()
+            self.done.set()
+
+
+def joined(before: bytes, after: bytes) -> bytes:
+    """`before` (a log read once) continued by `after` (what a follow started before that read received): the
+    bytes both hold are kept once."""
+    for k in range(min(len(before), len(after)), 0, -1):
+        if before.endswith(after[:k]):
+            return before + after[k:]
+    return before + after

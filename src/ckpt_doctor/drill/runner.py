@@ -112,6 +112,7 @@ class State:
     changed: bool = False  # something was written
     blocked: str | None = None  # the last read a wait depends on failed (why): its timeout is then not a failure
     exec_refused: str | None = None  # why exec into the trainer was refused, once it was
+    denied: str | None = None  # permissions the drill needs and the identity lacks (preflight)
 
 
 class Drill:
@@ -263,7 +264,7 @@ class Drill:
             sr.status, sr.observed = "skipped", e.why
         except NotRun as e:
             if st.required or self.opts.dry_run:
-                sr.status, sr.observed = "error", f"could not run: {e.why}"
+                sr.status, sr.observed = "error", e.why  # the verdict says "step X could not run: …"
             else:
                 sr.status, sr.observed = "skipped", f"could not run: {e.why}"
                 sr.notes.append(f"optional step {st.id} could not run: {e.why}")

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ckpt_doctor.drill import marks, verify
-from ckpt_doctor.drill.actions import CREATABLE, CREATE_ORDER, Actions
+from ckpt_doctor.drill.actions import CREATABLE, CREATE_ORDER, Actions, LogFollow, joined
 from ckpt_doctor.drill.playbook import Step
 from ckpt_doctor.drill.result import Command, StepResult
 from ckpt_doctor.drill.runner import Drill, Failed, NotRun, Skip
@@ -151,6 +151,8 @@ def preflight(d: Drill, st: Step, sr: StepResult) -> None:
         _preflight_nodes(d, sr, ok)
         _remember_before(d, tj)
     d.result.trainer_version = d.s.version
+    if d.s.denied:
+        raise InputError("; ".join([d.s.denied, *problems]))
     if problems:
         raise Failed("; ".join(problems))
     sr.observed = "; ".join(ok)
@@ -418,11 +420,11 @@ def _preflight_rbac(d: Drill, sr: StepResult, problems: list[str], ok: list[str]
     listing = review(d.s.api, [n for n in _listing_need()], d.ns)
     for n, a in listing:
         d.s.allowed[f"{n.verb} {n.resource}"] = a
-    if missing:
+    if missing:  # the drill cannot run: an error before any change, not a verdict on the job
         rows = ", ".join(f"{n.verb} {n.resource}" for n in missing)
-        problems.append(f"the identity may not: {rows} (`ckpt-doctor rbac --drill` prints the Roles)")
         sr.evidence += [{"type": "absence", "what": f"permission to {n.verb} {n.resource}", "where": d.ns}
                         for n in missing]
+        d.s.denied = f"the identity may not: {rows} (`ckpt-doctor rbac --drill` prints the Roles)"
     else:
         ok.append(f"all {len(answers)} permissions the drill needs are allowed")
 
@@ -886,9 +888,11 @@ def _exit_codes() -> tuple[dict[str, int], Any]:
     return codes, see
 
 
-def _wait_gone(d: Drill, st: Step, sr: StepResult, old: dict[str, Any], codes: dict[str, int]) -> dict[str, Any]:
-    """Wait until the TrainJob's pods are gone; follow the old trainer's log meanwhile. Returns what was seen;
-    `codes` are the exit codes a pod watch saw (it was started before the change that stops the pods)."""
+def _wait_gone(d: Drill, st: Step, sr: StepResult, old: dict[str, Any], codes: dict[str, int],
+               follow: LogFollow | None = None, base: bytes = b"") -> dict[str, Any]:
+    """Wait until the TrainJob's pods are gone; keep the old trainer's log meanwhile (`base`, read once, continued
+    by `follow`; polled when following failed). Returns what was seen; `codes` are the exit codes a pod watch saw
+    (both were started before the change that stops the pods)."""
     act = d.actions
     assert act is not None
     seen: dict[str, Any] = {"codes": codes, "start": d.clock.monotonic()}
@@ -899,7 +903,7 @@ def _wait_gone(d: Drill, st: Step, sr: StepResult, old: dict[str, Any], codes: d
             code = verify.exit_code(p)
             if code is not None:
                 seen["codes"][verify.pod_name(p)] = code
-            if verify.uid(p) == verify.uid(old):
+            if verify.uid(p) == verify.uid(old) and (follow is None or follow.error is not None):
                 content = act.log(verify.pod_name(p), verify.container(p)) or b""
                 kept = d.s.recorded.get(verify.pod_name(p), ({}, b""))[1]
                 _record(d, p, content if len(content) >= len(kept) else kept)
@@ -912,6 +916,11 @@ def _wait_gone(d: Drill, st: Step, sr: StepResult, old: dict[str, Any], codes: d
 
     d.wait(st, "for the TrainJob's pods to go", gone)
     seen["seconds"] = d.clock.monotonic() - seen["start"]
+    if follow is not None and follow.error is None:
+        follow.done.wait(max(0.0, min(5.0, d.deadline - d.clock.monotonic())))  # its last lines, then it ends
+        kept = d.s.recorded.get(verify.pod_name(old), ({}, b""))[1]
+        merged = joined(base, bytes(follow.data))
+        _record(d, old, merged if len(merged) >= len(kept) else kept)
     sr.evidence.append({"type": "field", "object": f"TrainJob/{d.ns}/{d.name}", "path": "pods gone after (s)",
                         "value": round(seen["seconds"], 2)})
     rec = d.s.recorded.get(verify.pod_name(old))
@@ -954,9 +963,10 @@ def suspend_resume(d: Drill, st: Step, sr: StepResult) -> None:
         return
     pod, _ = _before_interruption(d, st, sr)
     codes, see = _exit_codes()
-    with act.watch_pods(see) as watch:
+    with act.watch_pods(see) as watch, act.follow_log(pod, verify.container(pod)) as follow:
+        base = act.log(verify.pod_name(pod), verify.container(pod)) or b""
         d.change(st, sr, act.suspend(True))
-        seen = _wait_gone(d, st, sr, pod, codes)
+        seen = _wait_gone(d, st, sr, pod, codes, follow, base)
     if watch.note:
         sr.notes.append(watch.note)
     killed = _sigkill_check(d, sr, pod, seen)
@@ -1032,11 +1042,12 @@ def cross_node(d: Drill, st: Step, sr: StepResult) -> None:
     tname = str(target["metadata"]["name"])
     host = str(((target.get("metadata") or {}).get("labels") or {}).get(marks.HOSTNAME) or tname)
     codes, see = _exit_codes()
-    with act.watch_pods(see) as watch:
+    with act.watch_pods(see) as watch, act.follow_log(pod, verify.container(pod)) as follow:
+        base = act.log(verify.pod_name(pod), verify.container(pod)) or b""
         if d.opts.cross_node == "cordon":
             d.change(st, sr, act.cordon(old_node, True))
         d.change(st, sr, act.suspend(True))
-        seen = _wait_gone(d, st, sr, pod, codes)
+        seen = _wait_gone(d, st, sr, pod, codes, follow, base)
     if watch.note:
         sr.notes.append(watch.note)
     if d.opts.cross_node != "cordon":
@@ -1055,6 +1066,10 @@ def cross_node(d: Drill, st: Step, sr: StepResult) -> None:
             return None
         t = d.clock.monotonic()
         times.setdefault("created", t)
+        if not verify.node_of(p) and t - times["created"] > 2 * d.pb.poll:
+            unsched = [e for e in act.events_of("Pod", verify.pod_name(p)) if e.get("reason") == "FailedScheduling"]
+            if unsched:  # no room where it was steered: the move could not be tried, the job is not at fault
+                raise NotRun(f"the new pod {verify.pod_name(p)} could not be scheduled: {unsched[-1].get('message')}")
         if verify.node_of(p):
             times.setdefault("scheduled", t)
             if verify.node_of(p) == old_node:

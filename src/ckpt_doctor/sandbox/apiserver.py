@@ -72,6 +72,11 @@ class Fault:
     ``resource`` is ``plural``, ``plural.group`` or ``plural/subresource`` (``pods/log``), as in RBAC:
     ``pods`` does not cover ``pods/log``. A plural without a group matches every group. ``namespace=""``
     matches only requests across all namespaces (what a namespace-scoped RoleBinding refuses).
+
+    ``effect`` other than "answer": "hang" holds the request unanswered for ``hang_seconds`` (a client with a
+    shorter timeout sees a timeout), then closes the connection; "drop" cuts the connection in the middle of the
+    answer (a watch or a log stream after its first bytes); "half-close" (pods/exec) sends some output, then
+    closes the stream without the command's exit status. ``fired`` counts the requests it answered.
     """
 
     verb: str | None = None
@@ -80,6 +85,9 @@ class Fault:
     name: str | None = None
     status: int = 500
     times: int | None = None
+    effect: str = "answer"  # answer | hang | drop | half-close
+    hang_seconds: float = 5.0
+    fired: int = 0
 
     def matches(self, verb: str, group: str, plural: str, sub: str | None, namespace: str | None,
                 name: str | None) -> bool:
@@ -92,6 +100,14 @@ class Fault:
         wanted = ((self.verb, verb), (self.namespace, namespace if self.namespace != "" else namespace or ""),
                   (self.name, name))
         return all(w is None or w == got for w, got in wanted)
+
+
+class FaultEffect(Exception):
+    """A matched fault whose effect is not an answer (hang, drop, half-close): the request handler enacts it."""
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(fault.effect)
+        self.fault = fault
 
 
 class RequestRecord(NamedTuple):
@@ -350,12 +366,21 @@ class LoopbackApi:
     # ---- faults and request recording ---------------------------------------------------------------------
 
     def fault(self, verb: str | None = None, resource: str | None = None, namespace: str | None = None,
-              name: str | None = None, status: int = 500, times: int | None = None) -> Fault:
-        """Make matching requests fail with ``status`` (403 answers a realistic Forbidden)."""
-        f = Fault(verb, resource, namespace, name, status, times)
+              name: str | None = None, status: int = 500, times: int | None = None, effect: str = "answer",
+              hang_seconds: float = 5.0) -> Fault:
+        """Make matching requests fail with ``status`` (403 answers a realistic Forbidden), or hang, or be cut."""
+        if effect not in ("answer", "hang", "drop", "half-close"):
+            raise ValueError(f"unknown fault effect {effect!r}")
+        f = Fault(verb, resource, namespace, name, status, times, effect, hang_seconds)
         with self._lock:
             self._faults.append(f)
         return f
+
+    def unfault(self, f: Fault) -> None:
+        """Remove one fault (if it is still there)."""
+        with self._lock:
+            if f in self._faults:
+                self._faults.remove(f)
 
     def drop_watches_after(self, n_events: int | None) -> None:
         """Cut every watch stream abruptly once it has sent ``n_events`` events (None: never)."""
@@ -503,7 +528,19 @@ class LoopbackApi:
         self._commit(_Change(self._rv, "DELETED", rt.store, gone, old))
         return gone
 
+    def _ended(self, pods: ResourceType, ns: str | None, name: str | None, container: str) -> bool:
+        """A followed container is over: its pod is gone, or the container terminated (kubectl logs -f returns)."""
+        pod = self._objects.get(self._key(pods, ns, name or ""))
+        if pod is None:
+            return True
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            if cs.get("name") == container and "terminated" in (cs.get("state") or {}):
+                return True
+        return False
+
     def _commit(self, change: _Change) -> None:
+        if change.store == "pods":  # a pod gone or a container ended: its log follows may end (under _lock)
+            self._log_cond.notify_all()
         if len(self._history) == self._history.maxlen:
             self._floor = self._history[0].rv
         self._history.append(change)
@@ -541,6 +578,11 @@ class LoopbackApi:
         body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
         try:
             code, payload = self._route(h.command, path, query, body, h.headers)
+        except FaultEffect as e:
+            with self._lock:
+                self.requests.append(RequestRecord(h.command, path, query, 0))
+            self._enact(h, e.fault, streaming=_truthy(query.get("watch")) or _truthy(query.get("follow")))
+            return
         except ApiError as e:
             code, payload = e.code, e.status()
         except Exception as e:
@@ -563,6 +605,27 @@ class LoopbackApi:
         except Exception:  # a bug while streaming: record it, cut the connection
             self.errors.append(traceback.format_exc())
             h.close_connection = True
+
+    def _enact(self, h: _Handler, f: Fault, streaming: bool) -> None:
+        """A fault that does not answer: hold the request, or cut the connection in the middle of an answer."""
+        h.close_connection = True
+        try:
+            if f.effect == "hang":
+                self._stopping.wait(f.hang_seconds)
+                return
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            if streaming:  # a watch or a log follow: its first bytes, then the connection is gone
+                h.send_header("Transfer-Encoding", "chunked")
+                h.end_headers()
+                h.wfile.write(b"4\r\n{\"ty\r\n")
+            else:  # a JSON answer cut short of its Content-Length
+                h.send_header("Content-Length", "4096")
+                h.end_headers()
+                h.wfile.write(b'{"kind": "Sta')
+            h.wfile.flush()
+        except OSError:
+            pass
 
     @staticmethod
     def _send_stream(h: _Handler, code: int, stream: _Stream) -> None:
@@ -653,6 +716,9 @@ class LoopbackApi:
                         f.times -= 1
                         if f.times <= 0:
                             self._faults.remove(f)
+                    f.fired += 1
+                    if f.effect != "answer":
+                        raise FaultEffect(f)
                     raise self._fault_error(f, verb, rt, sub, ns, name)
 
     def _fault_error(self, f: Fault, verb: str, rt: ResourceType, sub: str | None, ns: str | None,
@@ -892,11 +958,11 @@ class LoopbackApi:
                 pos = end
                 if not follow or (limit is not None and pos >= start + limit):
                     return
-                with self._log_cond:  # wait for append_log, stop() or the follow timeout
+                with self._log_cond:  # wait for append_log, stop(), the follow timeout, or the container's end
                     while log.size() == pos and not self._stopping.is_set():
-                        if (left := deadline - time.monotonic()) <= 0:
+                        if (left := deadline - time.monotonic()) <= 0 or self._ended(pods, ns, name, container):
                             return
-                        self._log_cond.wait(left)
+                        self._log_cond.wait(min(left, 1.0))
                     if self._stopping.is_set():
                         return
 

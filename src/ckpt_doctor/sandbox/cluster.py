@@ -30,6 +30,7 @@ from ckpt_doctor.sandbox.scenarios import NAMESPACE, ScenarioSpec, choose, platf
 from ckpt_doctor.sandbox.voice import Voice
 
 CONTEXT = "ckpt-doctor-sandbox"
+NODES = ("gpu-node-a", "gpu-node-b", "gpu-node-c")  # 8 GPUs each: room for every scenario and for a move
 BASE_TICK = 0.01  # seconds between two trainer ticks at speed 1 (two steps a tick)
 BASE_GRACE = 0.01  # a grace period of N seconds lasts N * BASE_GRACE seconds at speed 1
 
@@ -77,7 +78,8 @@ class Sandbox:
 
     def _load(self) -> None:
         self.api.add_many(platform(self.trainer_version))
-        sim = Simulator(self.api, Scenario(), detach_seconds=1.0 / self.speed, grace_scale=BASE_GRACE / self.speed)
+        sim = Simulator(self.api, Scenario(), nodes=NODES, detach_seconds=1.0 / self.speed,
+                        grace_scale=BASE_GRACE / self.speed, clocks_behind=0.0)
         for spec in self.specs:
             program = spec.make_program(tick=BASE_TICK / self.speed)
             voice = self._voice(spec, program)

@@ -147,6 +147,7 @@ class Start:
     step: int | None
     path: str | None
     lines: list[str] = field(default_factory=list)  # extra lines after the first one (a scenario's)
+    node: str = ""  # where it ran (the simulator's record, for tests that check what really happened)
 
 
 @dataclass
@@ -755,25 +756,28 @@ class Simulator:
 
     # -- scheduler and kubelet ----------------------------------------------------------------------------
     def _schedule(self, pod: Obj) -> str | None:
-        """The first Ready, schedulable node (by name) that matches the nodeSelector and has the GPUs left."""
+        """A schedulable node that matches the nodeSelector and has the GPUs left; of those the least allocated
+        (kube-scheduler's default scoring spreads pods), then by name."""
         sel = (pod.get("spec") or {}).get("nodeSelector") or {}
         want = _gpus(pod)
         used: dict[str, float] = {}
-        if want:
-            for other in self.kube.objects("pods"):
-                node = (other.get("spec") or {}).get("nodeName")
-                if node and (other.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                    used[node] = used.get(node, 0.0) + _gpus(other)
-        for n in sorted(self.kube.objects("nodes"), key=lambda n: n["metadata"]["name"]):
+        for other in self.kube.objects("pods"):
+            node = (other.get("spec") or {}).get("nodeName")
+            if node and (other.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                used[node] = used.get(node, 0.0) + _gpus(other)
+        best: tuple[float, str] | None = None
+        for n in self.kube.objects("nodes"):
+            name = str(n["metadata"]["name"])
             if (n.get("spec") or {}).get("unschedulable"):
                 continue
             if any(_labels(n).get(k) != v for k, v in sel.items()):
                 continue
-            alloc = float(((n.get("status") or {}).get("allocatable") or {}).get(GPU, 0) or 0)
-            if want and used.get(n["metadata"]["name"], 0.0) + want > alloc:
+            free = float(((n.get("status") or {}).get("allocatable") or {}).get(GPU, 0) or 0) - used.get(name, 0.0)
+            if want and want > free:
                 continue
-            return str(n["metadata"]["name"])
-        return None
+            if best is None or (-free, name) < (-best[0], best[1]):
+                best = (free, name)
+        return best[1] if best is not None else None
 
     def _unschedulable(self, pod: Obj) -> str:
         """The scheduler's message: why no node takes the pod, counted per reason as kube-scheduler words it."""
@@ -906,6 +910,7 @@ class Simulator:
         if how.step is not None:
             proc.step = how.step
         text = sc.voice.opening(how.step, how.path, prog.total, ckpt) + "".join(line + "\n" for line in how.lines)
+        how.node = node
         self.starts.append((name, ra, how))
         proc.text = [text]
         self.kube.append_log(ns, name, proc.container, text)

@@ -15,6 +15,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from ckpt_doctor.sandbox.apiserver import FaultEffect
+
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 Run = Callable[[str, str, str, list[str]], tuple[int, bytes]]  # (namespace, pod, container, command) -> rc, output
 
@@ -59,8 +61,16 @@ def handler(fake: Any, run: Run) -> Callable[[Any, str, dict[str, list[str]]], i
         if len(parts) != 7 or parts[:3] != ["api", "v1", "namespaces"] or parts[4] != "pods" or parts[6] != "exec":
             return _refuse(h, 404, "the server could not find the requested resource")
         ns, pod = parts[3], parts[5]
+        half_closed = False
         try:
             fake._check_faults("create", fake._types[("", "v1", "pods")], "exec", ns, pod)
+        except FaultEffect as e:  # hang, a connection cut before the handshake, or a stream closed half-way
+            if e.fault.effect == "hang":
+                fake._stopping.wait(e.fault.hang_seconds)
+                return 0
+            if e.fault.effect == "drop":
+                return 0
+            half_closed = True
         except Exception as e:  # an injected fault (ApiError)
             return _refuse(h, getattr(e, "code", 500), getattr(e, "message", str(e)))
         if fake.get("pods", ns, pod) is None:
@@ -77,6 +87,13 @@ def handler(fake: Any, run: Run) -> Callable[[Any, str, dict[str, list[str]]], i
             h.send_header("Sec-WebSocket-Protocol", proto)
         h.end_headers()
         container = (query.get("container") or [""])[-1]
+        if half_closed:  # some output, then the stream ends without the command's status
+            try:
+                h.wfile.write(_frame(b"\x01" + b"checkpoint-"))
+                h.wfile.flush()
+            except OSError:
+                pass
+            return 101
         rc, out = run(ns, pod, container, list(query.get("command") or []))
         try:
             if out:
