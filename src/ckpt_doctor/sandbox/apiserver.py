@@ -356,6 +356,12 @@ class LoopbackApi:
             self._logs[(namespace, pod, container, previous)] = log
             self._log_cond.notify_all()
 
+    def get_log(self, namespace: str, pod: str, container: str, previous: bool = False) -> bytes:
+        """A container log as it is now (b"" when there is none)."""
+        with self._lock:
+            log = self._logs.get((namespace, pod, container, previous))
+        return b"".join(log.read(0, log.size())) if log is not None else b""
+
     def append_log(self, namespace: str, pod: str, container: str, data: bytes | str,
                    previous: bool = False) -> None:
         """Append to a log (in memory: files on disk are never written); wakes ``follow`` streams."""

@@ -138,6 +138,8 @@ def segments(log: bytes) -> list[Segment]:
             summary = _summary(raw)
             seg.total = summary.total_steps
             for ev in summary.events:
+                if ev.kind == "progress" and ev.bar != "train":
+                    continue  # a loading bar, an evaluation bar: not the training steps
                 seg.kinds.setdefault(ev.kind, ev.step)
                 if ev.kind == "progress" and ev.total:
                     seg.total = ev.total
