@@ -238,7 +238,7 @@ class Simulator:
         self._stop = threading.Event()
         self._tap: queue.Queue[Any] | None = None
         self._thread: threading.Thread | None = None
-        self._names = itertools.count()
+        self._pod_seq: dict[tuple[str, str], int] = {}
         self._last_suspend: dict[tuple[str, str], bool] = {}
 
     def _clk(self, ns: str, trainjob: str) -> str:
@@ -720,7 +720,8 @@ class Simulator:
     def _new_pod(self, job: Obj, idx: int) -> Obj:
         ns, jname = job["metadata"]["namespace"], job["metadata"]["name"]
         tmpl = copy.deepcopy(job["spec"]["template"])
-        suffix = hashlib.sha1(f"{jname}{idx}{next(self._names)}{time.time()}".encode()).hexdigest()
+        seq = self._pod_seq[(ns, jname)] = self._pod_seq.get((ns, jname), 0) + 1  # names repeat run to run
+        suffix = hashlib.sha1(f"{ns}/{jname}/{idx}/{seq}".encode()).hexdigest()
         alphabet = "bcdfghjklmnpqrstvwxz2456789"
         tail = "".join(alphabet[int(suffix[i:i + 2], 16) % len(alphabet)] for i in range(0, 10, 2))
         meta = tmpl.get("metadata") or {}
