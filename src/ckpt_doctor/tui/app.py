@@ -603,7 +603,8 @@ class DoctorApp(App[int]):
                 "The drill runs against a live cluster: start ckpt-doctor with NAMESPACE/NAME.", severity="warning"
             )
             return
-        self.push_screen(DrillScreen(self.current, t.context, t.kubeconfig, t.timeout, **self.drill_options))
+        options = {"playbook": t.playbook, **self.drill_options}
+        self.push_screen(DrillScreen(self.current, t.context, t.kubeconfig, t.timeout, **options))
 
     def action_quit(self) -> None:  # type: ignore[override]
         from ckpt_doctor.tui.screens.drill import DrillScreen

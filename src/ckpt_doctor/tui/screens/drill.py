@@ -159,6 +159,7 @@ class DrillScreen(Screen):
         self.title = f"drill · {self.target}"
         table = self.query_one("#drill-steps", DataTable)
         table.add_columns("", "step", "state")
+        table.focus()  # pushed from the palette, the screen had no focus, and its first key (a y) was lost
         self.running = True
         self._run()
 
