@@ -33,3 +33,12 @@ def test_diagnosing_a_bundle_loads_neither_kubernetes_nor_textual() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code, str(example)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-500:]
+
+
+def test_the_sandbox_imports_no_other_face() -> None:
+    """The sandbox is a face of its own (architecture.md): it may use the engine's readers, never the app, the
+    drill, the commands, the watcher or the reports; its demo runs those as `ckpt-doctor` subprocesses."""
+    faces = re.compile(r"^\s*(?:import|from)\s+ckpt_doctor\.(tui|drill|commands|watch|report|fleet|mcp)\b", re.M)
+    offenders = [f"{f.relative_to(SRC)}: {m.group(1)}" for f in (SRC / "sandbox").rglob("*.py")
+                 for m in faces.finditer(f.read_text())]
+    assert not offenders, offenders
