@@ -12,6 +12,14 @@ After: the working tree's (google-re2 over bytes, widened by kind). Each measure
 
     python bench/bench_redact.py
     python bench/bench_redact.py --full --repeat 3
+
+3. `--workload SRC [--n N]`: one process that redacts what `collect` redacts for the planted-secret corpus
+   (tests/security/corpus.py: its objects, logs and kubeconfig) plus the realistic window and pod object, N times,
+   with the redactor of SRC (a `src/` directory). Time two of them, interleaved, with any whole-process timer
+   (`/usr/bin/time -v`, hyperfine): the working tree against a checkout of the commit before a change.
+
+    python bench/bench_redact.py --workload src --n 5
+    python bench/bench_redact.py --workload /tmp/before/src --n 5
 """
 
 from __future__ import annotations
@@ -29,7 +37,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "src"))
+# `--workload SRC`: the redactor of another checkout's src/ (a whole-process A/B, see `workload`)
+_SRC = sys.argv[sys.argv.index("--workload") + 1] if "--workload" in sys.argv[:-1] else str(ROOT / "src")
+sys.path.insert(0, _SRC)
 
 from ckpt_doctor.sources.redact import Redactor  # noqa: E402
 from tests.scenario import tqdm  # noqa: E402
@@ -114,7 +124,32 @@ def fmt(xs: list[float]) -> str:
     return f"{min(xs):9.4f} {statistics.median(xs):9.4f} {max(xs):9.4f}"
 
 
+def workload(n: int) -> int:
+    """What `collect` redacts for the planted corpus, and the realistic window and pod object, `n` times."""
+    from tests.security.corpus import build
+
+    corpus = build()
+    objs, logs = corpus.scenario.objects()
+    texts = [log.encode() for log in logs.values()] + [realistic_window().encode()]
+    pod = pod_object()
+    count = 0
+    for _ in range(n):
+        r = Redactor()
+        for o in objs:
+            r.learn(o)
+        red = [r.obj(o) for o in objs] + [r.obj(pod) for _ in range(20)]
+        out = [r.bytes(t) for t in texts]
+        count += r.count + len(red) + len(out)
+    print(f"{count} redactions and values")
+    return 0
+
+
 def main() -> int:
+    if "--workload" in sys.argv:
+        w = argparse.ArgumentParser()
+        w.add_argument("--workload", metavar="SRC")
+        w.add_argument("--n", type=int, default=5)
+        return workload(w.parse_args().n)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--old", default="34d1ef5", help="the commit whose redactor is 'before' (default: 34d1ef5)")
     p.add_argument("--repeat", type=int, default=5)

@@ -112,7 +112,7 @@ def test_log_reading_flags_are_positive_whole_numbers(verb: str, flag: str, caps
     assert flag in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("verb", ["diagnose", "collect", "report", "rbac", "watch", "drill"])
+@pytest.mark.parametrize("verb", ["diagnose", "collect", "report", "rbac", "watch", "drill", "mcp", "analyzer"])
 def test_the_request_timeout_is_a_positive_number_of_seconds(verb: str, capsys) -> None:
     for bad in ("0", "-1", "nan", "inf", "soon"):  # -1 reached urllib3, which called it a connection error
         with pytest.raises(SystemExit) as e:

@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ["networkx", "ruamel.yaml", "ckpt_doctor.engine", "ckpt_doctor.pipeline", "ckpt_doctor.facts", "textual"]
 HEAVY += ["kubernetes", "ckpt_doctor.sources.bundle", "ckpt_doctor.lint", "tree_sitter", "re2"]
+HEAVY += ["mcp", "mcp_types", "pydantic", "grpc", "google.protobuf"]  # only `mcp` and `analyzer` load them
 
 
 def loaded(argv: list[str]) -> dict[str, bool]:
@@ -33,7 +34,16 @@ def loaded(argv: list[str]) -> dict[str, bool]:
 
 
 @pytest.mark.parametrize(
-    "argv", [["--help"], ["rules", "list"], ["rules", "list", "-o", "json"], ["diagnose", "--help"], ["lint", "--help"]]
+    "argv",
+    [
+        ["--help"],
+        ["rules", "list"],
+        ["rules", "list", "-o", "json"],
+        ["diagnose", "--help"],
+        ["lint", "--help"],
+        ["mcp", "--help"],
+        ["analyzer", "--help"],
+    ],
 )
 def test_help_and_rules_list_load_no_engine(argv: list[str]) -> None:
     got = loaded(argv)

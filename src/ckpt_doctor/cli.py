@@ -13,7 +13,21 @@ from ckpt_doctor import __version__
 from ckpt_doctor.errors import EXIT_INPUT, EXIT_USAGE, InputError, InternalError, UsageError
 
 # verb modules, in the order `--help` lists them; each has register(subparsers)
-VERBS = ("tui", "diagnose", "lint", "explain_error", "collect", "drill", "report", "rules", "rbac", "watch", "sandbox")
+VERBS = (
+    "tui",
+    "diagnose",
+    "lint",
+    "explain_error",
+    "collect",
+    "drill",
+    "report",
+    "rules",
+    "rbac",
+    "watch",
+    "mcp",
+    "analyzer",
+    "sandbox",
+)
 
 
 def add_cluster_flags(p: argparse.ArgumentParser) -> None:
@@ -54,6 +68,15 @@ def positive_seconds(text: str) -> float:
     if not n > 0 or n == float("inf"):  # also NaN
         raise argparse.ArgumentTypeError("must be a number of seconds greater than 0")
     return n
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """argparse type of --listen: `:8085`, `0.0.0.0:8085`, `127.0.0.1:0`, `[::1]:8085` → (host, port); an empty
+    host listens on every address."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT or :PORT (e.g. :8085)")
+    return host.strip("[]"), int(port)
 
 
 def add_log_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -240,8 +263,7 @@ def _main(args_list: list[str]) -> int:
     try:
         return int(args.func(args) or 0)
     except UsageError as e:
-        print(f"ckpt-doctor {args.verb}: error: {e}", file=sys.stderr)
-        print(f"(see `ckpt-doctor {args.verb} --help`)", file=sys.stderr)
+        print(f"ckpt-doctor {args.verb}: error: {_one_line(e)} (see `ckpt-doctor {args.verb} --help`)", file=sys.stderr)
         return EXIT_USAGE
     except InputError as e:
         print("ckpt-doctor: error: " + _one_line(e), file=sys.stderr)

@@ -278,6 +278,9 @@ def _locate(ctx: _Ctx, ev: dict[str, Any]) -> Location | None:
         if b is not None and b.ref() == ref and b.origin is not None:
             return Location(b, b.origin.file, b.origin.line)
         return None
+    patched = ctx.mset.patch_line(obj, path) if path else None
+    if patched is not None:  # rendered by Kustomize: the patch that set or removed the field
+        return Location(obj, patched[0], patched[1])
     snippet = ev.get("value") if isinstance(ev.get("value"), str) else None
     best: tuple[int, Location] | None = None
     for cobj, cpath in _candidates(ctx, obj, path):
@@ -298,14 +301,17 @@ def _source_line(ctx: _Ctx, file: str, line: int | None) -> str | None:
     if not line:
         return None
     mf = next((f for f in ctx.mset.files if f.display == file), None)
-    if mf is None:
+    text = mf.text if mf is not None else ctx.mset.patch_texts.get(file)
+    if text is None:
         return None
-    lines = mf.text.splitlines()
+    lines = text.splitlines()
     return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else None
 
 
-def _subject_of(obj: Obj, line: int | None) -> dict[str, Any]:
+def _subject_of(obj: Obj, line: int | None, file: str | None = None) -> dict[str, Any]:
     s = obj.subject()
+    if file:  # a rendered object's field may be set in another file (a Kustomize patch)
+        s["file"] = file
     if line:
         s["line"] = line
     return s
@@ -347,7 +353,7 @@ def _place(ctx: _Ctx, f: Finding, default: dict[str, Any] | None) -> Finding:
     if chosen is None and locs:
         chosen = locs[0]
     if chosen is not None:
-        res.subject = _subject_of(chosen.obj, chosen.line)
+        res.subject = _subject_of(chosen.obj, chosen.line, chosen.file)
     else:
         res.subject = _complete_subject(ctx, subject)
     seen: set[tuple[str, int | None]] = set()

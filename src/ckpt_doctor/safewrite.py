@@ -6,12 +6,14 @@ The rules (docs/security.md, "Writes"):
   nothing planted at a temporary name, symlink or not, is ever followed or overwritten), is flushed and fsync'ed,
   and takes the target's place with one `os.replace`: Ctrl-C, a full disk or a crash leave the old file or the
   new one, never half of one, and never a stray temporary file;
-- a file that is replaced keeps its permission bits (a 600 file stays 600) and, where the writer may give them,
-  its owner and group; a new file gets the umask's default,
-  or the mode the caller asks for (bundles: 600);
-- an existing output (`collect -o`, exports) is refused unless `force`; a read-only one too; with `force` a symlink
-  at the output path is replaced itself, never what it points to, and a hard-linked file is replaced by a new
-  file (its other names keep the old content);
+- a file that is replaced keeps its permission bits (a 600 file stays 600; set-user-ID and set-group-ID are
+  dropped: what is written is not a program) and its owner and group: root replacing a user's file gives the
+  new file to that user, as the old one was (`chown` before `chmod`; without root only the group can be kept,
+  and the note says so); a new file gets the umask's default, or the mode the caller asks for (bundles: 600);
+- an existing output (`collect -o`, `report --out`, the drill's `--report`/`--junit`: `write_output(path, text,
+  force=args.force)`, checked up front with `check_output(path, force)`) is refused unless `force`; a read-only
+  one too; with `force` a symlink at the output path is replaced itself, never what it points to, and a
+  hard-linked file is replaced by a new file (its other names keep the old content);
 - an edit in place (`lint --fix`) rewrites the file a symlink points to (the link stays a link; the message says
   which file changed), refuses a read-only file, and refuses a file with several hard links (a replace would
   split them: the other names would silently keep the old text);
@@ -94,12 +96,35 @@ def check_output(path: str | Path, force: bool = False, directory: bool = False)
         raise WriteRefused("is read-only; make it writable first or choose a new name", str(p))
 
 
-def _write_temp(directory: Path, name: str, data: bytes, mode: int) -> str:
+KEPT_MODE = 0o7777 & ~(stat.S_ISUID | stat.S_ISGID)  # what of a replaced file's mode the new file keeps
+
+
+def keep_owner(fd: int, st: os.stat_result) -> str | None:
+    """Give the file open at `fd` the owner and group of the file it replaces (`st`); a note when only part of it
+    could be (a user other than root may not give a file away), else None."""
+    uid, gid = st.st_uid, st.st_gid
+    if (uid, gid) == (os.geteuid(), os.getegid()):
+        return None
+    try:
+        os.fchown(fd, uid, gid)
+        return None
+    except PermissionError:
+        pass
+    try:
+        os.fchown(fd, -1, gid)
+    except PermissionError:
+        return f"it belonged to uid {uid}, gid {gid}: the new file is yours (only root can give it back)"
+    return f"it belonged to uid {uid}: the new file is yours, its group kept (only root can give it back)"
+
+
+def _write_temp(directory: Path, name: str, data: bytes, mode: int, owner: os.stat_result | None = None) -> str:
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            if owner is not None:
+                keep_owner(f.fileno(), owner)  # before the mode: a chown clears set-ID bits
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
     except BaseException:
@@ -132,14 +157,14 @@ def output_stream(path: str | Path, force: bool = False, new_mode: int | None = 
     notes: list[str] = []
     mode = _umask_mode() if new_mode is None else new_mode
     replaced = os.path.lexists(p)
-    owner: tuple[int, int] | None = None
+    owner: os.stat_result | None = None
     if replaced:
         st = os.lstat(p)
         if stat.S_ISLNK(st.st_mode):
             notes.append("it was a symlink: the link was replaced, not the file it pointed to")
         elif stat.S_ISREG(st.st_mode):
-            mode = stat.S_IMODE(st.st_mode)
-            owner = (st.st_uid, st.st_gid)
+            mode = stat.S_IMODE(st.st_mode) & KEPT_MODE
+            owner = st
             if st.st_nlink > 1:
                 notes.append(f"it had {st.st_nlink} hard links: the other names keep the old content")
     parent = p.parent if str(p.parent) else Path(".")
@@ -152,11 +177,12 @@ def output_stream(path: str | Path, force: bool = False, new_mode: int | None = 
             out = Output(f)
             yield out
             f.flush()
+            if owner is not None:
+                note = keep_owner(f.fileno(), owner)  # before the mode: a chown clears set-ID bits
+                notes += [note] if note else []
             os.fsync(f.fileno())
             size = f.tell()
         os.chmod(tmp, mode)
-        if owner is not None and owner != (os.geteuid(), os.getegid()):
-            _keep_owner(tmp, owner)
         os.replace(tmp, p)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
@@ -165,17 +191,6 @@ def output_stream(path: str | Path, force: bool = False, new_mode: int | None = 
         Path(tmp).unlink(missing_ok=True)
         raise
     out.written = Written(p, size, replaced, tuple(notes))
-
-
-def _keep_owner(tmp: str, owner: tuple[int, int]) -> None:
-    """A replaced file keeps its owner and group where the writer may give them (root; or a group it is in)."""
-    try:
-        os.chown(tmp, *owner)
-    except PermissionError:
-        try:
-            os.chown(tmp, -1, owner[1])
-        except PermissionError:
-            pass
 
 
 def write_output(
@@ -214,7 +229,7 @@ def edit_in_place(path: str | Path, data: bytes | str, encoding: str = "utf-8") 
     notes = [f"{p} is a symlink: the file it points to was edited"] if p.is_symlink() else []
     blob = _as_bytes(data, encoding)
     try:
-        tmp = _write_temp(real.parent, real.name, blob, stat.S_IMODE(st.st_mode))
+        tmp = _write_temp(real.parent, real.name, blob, stat.S_IMODE(st.st_mode) & KEPT_MODE, owner=st)
         try:
             os.replace(tmp, real)
         except BaseException:
@@ -231,11 +246,22 @@ def replace_dir(tmp: Path, out: Path, force: bool = False) -> None:
     `force` a symlink or a file, which is replaced itself)."""
     check_output(out, force, directory=True)
     if os.path.lexists(out):
+        st = os.lstat(out)
+        if not stat.S_ISLNK(st.st_mode):
+            _give_tree(tmp, st)  # root filling a user's (empty) folder leaves the bundle to that user
         if out.is_symlink() or not out.is_dir():
             out.unlink()  # with --force (check_output refused it otherwise)
         else:
             out.rmdir()  # empty: checked above
     os.replace(tmp, out)
+
+
+def _give_tree(root: Path, st: os.stat_result) -> None:
+    """Give every file and folder under `root` the owner and group of what it replaces (only root can)."""
+    if (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid()) or os.geteuid() != 0:
+        return
+    for path in [root, *root.rglob("*")]:
+        os.lchown(path, st.st_uid, st.st_gid)
 
 
 def match_newlines(old: str, new: str) -> str:

@@ -34,7 +34,7 @@ def test_text_output_points_at_file_line_and_fix(tmp_path: Path, cli) -> None:
     assert "env-in-pod-template-overrides" in out
     assert f"{root}/trainjob.yaml:30" in out
     assert "spec.trainer.env" in out  # the fix
-    assert "needs cluster evidence" in out  # symptoms are listed as not evaluated
+    assert "rules need cluster evidence" in out  # symptoms are counted as not evaluated
 
 
 def test_json_subjects_carry_file_and_line(tmp_path: Path, cli) -> None:
@@ -94,3 +94,17 @@ def test_the_text_says_each_not_evaluated_reason_once_and_which_object_a_repeate
     assert any(line.startswith("  fresh-start-after-restart (3 objects): needs cluster evidence") for line in section)
     risks = [line for line in out.splitlines() if line.startswith("  - ")]
     assert len(risks) == len(set(risks))  # the same risk of several objects names each
+
+
+def test_needs_cluster_evidence_is_one_line_with_a_count(cli) -> None:
+    """Every lint run leaves the symptoms and cluster-only causes to a cluster: one line says how
+    many, before the summary; -v lists them (issue 22)."""
+    rc, out, _err = cli("lint", str(GOOD))
+    assert rc == 0
+    lines = [ln for ln in out.splitlines() if "cluster evidence" in ln]
+    assert len(lines) == 1, lines
+    assert "-v lists them" in lines[0]
+    count = int(lines[0].split()[0])
+    _rc, vout, _err = cli("lint", str(GOOD), "-v")
+    listed = [ln for ln in vout.splitlines() if "needs cluster evidence" in ln]
+    assert len(listed) == count >= 10

@@ -11,7 +11,7 @@ import pytest
 from ckpt_doctor.engine.catalogue import default_rules
 from ckpt_doctor.facts.context import NEEDS_CLUSTER
 from ckpt_doctor.lint import lint_paths
-from tests.lint.conftest import FIXTURES, GOOD, VARIANTS, Variant, findings_schema, variant
+from tests.lint.conftest import FIXTURES, GOOD, HERE, VARIANTS, Variant, findings_schema, variant
 
 INFERRED = {"v2.0": "v2.0", "v2.1": "v2.1", "v2.3": "v2.3"}
 # causes a manifest cannot show: they need pods, events or the bound PV (lint lists them not_evaluated)
@@ -70,8 +70,21 @@ def test_framework_good_variants_are_clean() -> None:
 def test_cluster_only_causes_are_not_evaluated_in_lint(tmp_path: Path) -> None:
     result = lint_paths([str(FIXTURES / "v2.1" / "good")])
     by_rule = {f.rule.id: f for f in result.diagnosis.findings}
-    for rid in ("trainer-edited-while-running", "rwo-still-attached", "partial-latest-checkpoint"):
-        assert by_rule[rid].status == "not_evaluated" and by_rule[rid].result.reason == NEEDS_CLUSTER
+    for rid in (
+        "trainer-edited-while-running",
+        "rwo-still-attached",
+        "partial-latest-checkpoint",
+        *sorted(CLUSTER_ONLY_CAUSES),
+    ):
+        assert by_rule[rid].status == "not_evaluated" and by_rule[rid].result.reason == NEEDS_CLUSTER, rid
+
+
+def test_a_claim_the_jobset_creates_is_not_judged_bound_in_lint() -> None:
+    """A JobSet volumeClaimPolicies claim does not exist until the JobSet creates it, and no manifest
+    shows a binding: pvc-unbound needs the cluster (issue 22)."""
+    result = lint_paths([str(HERE / "upstream" / "runtimes" / "torchtune-llama3.2-1b.yaml")])
+    (f,) = [f for f in result.diagnosis.findings if f.rule.id == "pvc-unbound"]
+    assert f.status == "not_evaluated" and f.result.reason == NEEDS_CLUSTER
 
 
 def test_heuristic_findings_state_their_confidence(tmp_path: Path) -> None:

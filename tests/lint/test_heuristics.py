@@ -140,3 +140,31 @@ def test_the_trainer_command_where_exec_would_go(script, line, col, first, pipel
         background,
         heredoc,
     )
+
+
+RUN_TAG_SET = FIXTURES / "v2.1" / "broken" / "ckpt-dir-run-tag"
+RUN_TAG_LINE = '        RUN_TAG="$(date +%Y%m%d-%H%M%S)"  # a new directory on every start\n'
+
+
+@pytest.mark.parametrize(
+    ("assignment", "status"),
+    [
+        ('RUN_TAG="$(date +%s)"', "fail"),
+        ("RUN_TAG=`date +%F-%T`", "fail"),
+        ("RUN_TAG=$(hostname)", "fail"),
+        ('RUN_TAG="run-$HOSTNAME"', "fail"),
+        ('STAMP=$(date +%s); RUN_TAG="sft-$STAMP"', "fail"),  # through another variable
+        ("RUN_TAG=sft-run-1", "pass"),  # a constant: the same directory on every start
+        ("RUN_TAG=$(cat /etc/run-id)", "not_evaluated"),  # unknown is not absent: cannot be resolved
+    ],
+)
+def test_ckpt_dir_from_a_shell_variable_set_per_start(tmp_path: Path, assignment: str, status: str) -> None:
+    """A variable assigned from the time, the host or the pod name in the -c script, used in
+    --output_dir a few lines below, makes the directory change on every start (issue 22)."""
+    root = tmp_path / "m"
+    shutil.copytree(FIXTURES / "v2.1" / "good", root)
+    text = (RUN_TAG_SET / "trainjob.yaml").read_text()
+    assert RUN_TAG_LINE in text
+    (root / "trainjob.yaml").write_text(text.replace(RUN_TAG_LINE, f"        {assignment}\n"))
+    (f,) = [f for f in lint_paths([str(root)]).diagnosis.findings if f.rule.id == "ckpt-dir-changed"]
+    assert f.status == status, (f.result.detail, f.result.reason)

@@ -7,10 +7,11 @@ import shutil
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from ckpt_doctor.lint import lint_paths
 from ckpt_doctor.sources.manifests import load_manifests, resolve_path
-from tests.lint.conftest import FIXTURES, findings_schema
+from tests.lint.conftest import FIXTURES, HERE, findings_schema
 
 GOOD = FIXTURES / "v2.1" / "good"
 
@@ -104,7 +105,11 @@ def test_placeholders_are_reported_as_such_not_as_errors(tmp_path: Path) -> None
     assert next(f for f in result.diagnosis.findings if f.rule.id == "missing-ancestor-label").status == "pass"
 
 
-def test_kustomize_folder(tmp_path: Path) -> None:
+def test_kustomize_folder_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without kubectl (tests/lint/test_render.py renders), the files are read as they are written."""
+    from ckpt_doctor.sources import manifests
+
+    monkeypatch.setattr(manifests, "find_tool", lambda name: None)
     base = tmp_path / "base"
     shutil.copytree(GOOD, base)
     overlay = tmp_path / "overlays" / "prod"
@@ -206,3 +211,17 @@ def test_mixed_versions_judge_against_the_newest(tmp_path: Path) -> None:
     assert result.version.version == "v2.3" and "mix" in result.version.why
     (f,) = [f for f in result.failed() if f.rule.id == "override-field-unsupported"]
     assert f.result.subject["file"].endswith("old/trainjob.yaml") and f.result.confidence == "medium"
+
+
+def test_a_runtime_alone_is_told_once_when_it_shows_no_checkpointing() -> None:
+    """A stock runtime (image only, no volume, no directory) gets one info finding, no error per
+    missing piece; a runtime whose script reads $CKPT_DIR leaves the question to its TrainJobs."""
+    stock = lint_paths([str(HERE / "upstream" / "runtimes" / "torch-distributed.yaml")])
+    assert [(f.rule.id, f.rule.severity) for f in stock.failed()] == [("not-set-up-for-resume", "info")]
+    assert "failurePolicy" in str(stock.failed()[0].result.detail)
+    by_rule = {f.rule.id: f for f in stock.diagnosis.findings}
+    assert by_rule["no-failure-policy"].status == "not_evaluated"
+    reads = lint_paths([str(FIXTURES / "v2.3" / "good" / "runtime.yaml")])
+    by_rule = {f.rule.id: f for f in reads.diagnosis.findings}
+    assert by_rule["not-set-up-for-resume"].status == "not_evaluated"
+    assert "$CKPT_DIR" in str(by_rule["not-set-up-for-resume"].result.reason)

@@ -245,32 +245,79 @@ def test_a_runtime_that_answers_404_is_absent_not_unknown(faulty: tuple[FaultyKu
 
 
 class _Vanishing(FaultyKube):
-    """The API server answers the TrainJob, then goes away: every later connection is cut unanswered."""
+    """The API server answers the TrainJob and `after` more requests, then goes away: every later connection is
+    cut unanswered."""
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, after: int = 0, **kw: Any) -> None:
         super().__init__(**kw)
-        self.gone = False
+        self.after = after
+        self.started = False
+        self.answered = 0
 
     def _handle(self, h: Any) -> None:
-        if self.gone:
-            h.close_connection = True
-            return
+        if self.started:
+            self.answered += 1
+            if self.answered > self.after:
+                h.close_connection = True
+                return
         super()._handle(h)
         if "/trainjobs/" in h.path and h.command == "GET":
-            self.gone = True
+            self.started = True
 
 
-def test_cluster_lost_mid_run_is_exit_3_saying_what_was_read(tmp_path: Path) -> None:
+# lost at once; after the runtime and a few lists; after every object, with the logs half read
+LOST_AFTER = [0, 6, 16]
+
+
+@pytest.mark.parametrize("after", LOST_AFTER)
+def test_cluster_lost_mid_run_is_exit_3_with_what_was_read(after: int, tmp_path: Path) -> None:
+    """contracts.md §1: a connection error is exit 3. A cluster lost after the TrainJob was read ended `diagnose`
+    with exit 0/1 and gaps once half the first reads had answered, and with `-q -o json` nothing said it went
+    away. Now the diagnosis of what was read is printed, its notCollected says the cluster was lost, and the
+    exit is 3 with one line on stderr."""
     if REAL_KUBECONFIG:
         pytest.skip("injects faults: fake API server only")
-    with _Vanishing() as kube:
+    with _Vanishing(after) as kube:
         Scenario(pods=3).load(kube)
         kc = kube.kubeconfig(tmp_path / "kc", namespace=NS)
-        got = run_cli(["diagnose", f"{NS}/{NAME}", "--kubeconfig", str(kc), "--request-timeout", "3"])
-    assert got.rc == 3, (got.rc, got.out, got.err)
-    assert got.out == ""
+        live = ["--kubeconfig", str(kc), "--request-timeout", "3"]
+        got = run_cli(["diagnose", f"{NS}/{NAME}", *live, "-q", "-o", "json"])
+    assert got.rc == 3, (got.rc, got.err)
+    doc = got.json()
+    first = doc["notCollected"][0]
+    assert first["what"] == "cluster" and "lost the cluster" in first["reason"], doc["notCollected"]
+    assert "read the TrainJob" in first["reason"]
     line = got.err.strip()
     assert line.count("\n") == 0 and "lost the cluster" in line and "read the TrainJob" in line, line
+    assert not [f for f in doc["findings"] if f["status"] == "pass" and "cluster" in str(f.get("reason", ""))]
+
+
+@pytest.mark.parametrize("after", LOST_AFTER)
+def test_collect_that_loses_the_cluster_writes_what_it_read_and_exits_3(after: int, tmp_path: Path) -> None:
+    if REAL_KUBECONFIG:
+        pytest.skip("injects faults: fake API server only")
+    out = tmp_path / "b.tar.gz"
+    with _Vanishing(after) as kube:
+        Scenario(pods=3).load(kube)
+        kc = kube.kubeconfig(tmp_path / "kc", namespace=NS)
+        live = ["--kubeconfig", str(kc), "--request-timeout", "3"]
+        got = run_cli(["collect", f"{NS}/{NAME}", "-o", str(out), "-q", *live])
+    assert got.rc == 3, (got.rc, got.err)
+    assert got.err.count("\n") == 1 and "lost the cluster" in got.err, got.err
+    offline = run_cli(["diagnose", "--bundle", str(out), "-o", "json"]).json()
+    first = offline["notCollected"][0]
+    assert first["what"] == "cluster" and "lost the cluster" in first["reason"], offline["notCollected"]
+    assert offline["target"]["name"] == NAME  # the TrainJob read before the loss is in the bundle
+
+
+def test_a_cut_log_stream_is_not_a_lost_cluster(faulty: tuple[FaultyKube, Path]) -> None:
+    """A connection cut while one log streams (the node went away) is that log's gap: the API server still
+    answers the probe, so the collection goes on and the exit is the findings'."""
+    kube, kc = faulty
+    kube.log_hooks[P2] = cut
+    got = run_cli(["diagnose", f"{NS}/{NAME}", "--kubeconfig", str(kc), "-q", "-o", "json"])
+    assert got.rc in (0, 1), got.err
+    assert "cluster" not in {g["what"] for g in got.json()["notCollected"]}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

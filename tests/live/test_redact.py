@@ -153,9 +153,9 @@ def test_extra_patterns_and_disabled() -> None:
     assert r.text("user employee-123456 project=apollo ok") == "user <redacted:custom> project=<redacted:custom> ok"
     off = Redactor(enabled=False)
     assert off.text("HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789").endswith("0123456789")
-    from ckpt_doctor.errors import InputError
+    from ckpt_doctor.errors import UsageError
 
-    with pytest.raises(InputError, match="not a valid regular expression"):
+    with pytest.raises(UsageError, match="not a valid RE2 pattern"):
         Redactor(["(unclosed"])
 
 
@@ -266,7 +266,7 @@ def test_custom_pattern_from_the_cli(planted: tuple[FakeKube, Path], tmp_path: P
     logs = "".join(p.read_text() for p in (out / "logs").rglob("*.log"))
     assert "rank 0" not in logs and "<redacted:custom> starting" in logs
     bad = run_cli(["collect", NAME, "-o", str(tmp_path / "x"), "--kubeconfig", str(kc), "--redact-pattern", "("])
-    assert bad.rc == 3 and "not a valid regular expression" in bad.err
+    assert bad.rc == 2 and "not a valid RE2 pattern" in bad.err and bad.err.count("\n") == 1
 
 
 def test_gap_reasons_pass_through_the_redactor() -> None:

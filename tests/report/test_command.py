@@ -63,7 +63,7 @@ def test_exit_codes() -> None:
     r = run_cli(["report", "--bundle", "/nonexistent/bundle"])
     assert r.rc == 3 and "Traceback" not in r.err
     assert run_cli(["report", "--bundle", LEX, "--out", "/nonexistent/dir/pm.md"]).rc == 3
-    assert run_cli(["report", "--bundle", LEX, "--redact-pattern", "("]).rc == 3
+    assert run_cli(["report", "--bundle", LEX, "--redact-pattern", "("]).rc == 2  # a bad flag value: usage
 
 
 def _outside_code(md: str) -> str:

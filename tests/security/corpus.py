@@ -33,9 +33,12 @@ _ALPHABET = string.ascii_letters + string.digits
 @dataclass(frozen=True)
 class Plant:
     where: str  # env | args | script | python | configmap | annotation | log | event | condition | kubeconfig
-    kind: str  # by-name | flag | login | url | header | netrc | key-block | cred-json | shape | base64 | urlencoded
+    # by-name | flag | login | url | header | netrc | key-block | cred-json | shape | base64 | urlencoded, and the
+    # classes of issue 22's probe: grammar | config | python-call | bytes | nested-json | next-line | wrapped
+    kind: str
     secret: str
-    blobs: tuple[str, ...] = ()  # encoded forms it was planted as (base64 of `user:secret`...)
+    blobs: tuple[str, ...] = ()  # encoded forms it was planted as (base64 of `user:secret`...), or the other half
+    cls: str = ""  # the finer class (`sshpass-array`, `maven-settings`...): leaks are counted by it too
 
     def forms(self) -> set[str]:
         s = self.secret
@@ -51,9 +54,11 @@ class Corpus:
     scenario: Scenario
     plants: list[Plant] = field(default_factory=list)
 
-    def secret(self, where: str, kind: str, value: str | None = None, blobs: tuple[str, ...] = ()) -> str:
+    def secret(
+        self, where: str, kind: str, value: str | None = None, blobs: tuple[str, ...] = (), cls: str = ""
+    ) -> str:
         v = value if value is not None else token(len(self.plants))
-        self.plants.append(Plant(where, kind, v, blobs))
+        self.plants.append(Plant(where, kind, v, blobs, cls))
         return v
 
 
@@ -269,6 +274,10 @@ def build() -> Corpus:
         "dockerconfig.json": json.dumps({"auths": {"ghcr.io": {"auth": dockercfg_blob}}}),
     }
     c.plants.append(Plant("configmap", "shape", "AKIAIOSFODNN7PLANTED"))
+    probe = probe_plants(c)
+    config.update(probe.config)
+    script_lines[-1:-1] = probe.script
+    pod_env += probe.env
     s.knobs = PodSpecKnobs(
         command=["bash", "-ec"],
         args=["\n".join(script_lines)],
@@ -342,6 +351,7 @@ def build() -> Corpus:
         # a key block whose BEGIN line fell before the window
         "\n".join([tail_key[:32], sec("log", "key-block", tail_key)[32:], "-----END PRIVATE KEY-----"]),
         *NEAR_MISS_TEXT[:4],
+        *probe.log,
     ]
     # the secret of the tail block is what follows its first 32 characters
     c.plants[-1] = Plant("log", "key-block", tail_key[32:])
@@ -378,6 +388,8 @@ def build() -> Corpus:
     s.event("Pod", pods[1][0], "FailedMount", f"mount failed: password={sec('event', 'by-name')} rejected", 41)
     s.event("TrainJob", NAME, "Warning", f"webhook call with Authorization: Bearer {sec('event', 'header')} failed", 42)
     s.event("TrainJob", NAME, "Note", f"X-Auth-Token: {sec('event', 'header')}", 43)
+    for i, (reason, message) in enumerate(probe.events):
+        s.event("Pod", pods[0][0], reason, message, 3 + i)
     s.tj_conditions = [
         {
             "type": "Failed",
@@ -388,6 +400,8 @@ def build() -> Corpus:
         }
     ]
 
+    tj_annotations.update(probe.annotations)
+
     def post(objs: list[dict]) -> None:  # type: ignore[type-arg]
         for o in objs:
             meta = o.setdefault("metadata", {})
@@ -395,6 +409,7 @@ def build() -> Corpus:
                 meta.setdefault("annotations", {}).update(tj_annotations)
             elif o["kind"] == "Pod":
                 meta.setdefault("annotations", {}).update(pod_annotations)
+                o.setdefault("spec", {})["initContainers"] = json.loads(json.dumps(probe.init_containers))
 
     s.post = post
     return c
@@ -504,3 +519,315 @@ spec:
               - name: DATABASE_URL
                 value: postgresql://trainer:{c.secret("lint", "url")}@db.internal/runs
 """
+
+
+# -- issue 22's probe: credentials given by grammar, config formats, Python calls, bytes, nested JSON, next-line
+# values and wrapped tokens ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Probe:
+    """What `probe_plants` adds to the incident, by place (build() puts each where it belongs)."""
+
+    script: list[str] = field(default_factory=list)  # lines of the trainer's shell script
+    config: dict[str, str] = field(default_factory=dict)  # files of the mounted ConfigMap
+    log: list[str] = field(default_factory=list)  # lines of the first attempt's log
+    env: list[dict[str, str]] = field(default_factory=list)  # the pods' env
+    annotations: dict[str, str] = field(default_factory=dict)  # the TrainJob's
+    init_containers: list[dict[str, object]] = field(default_factory=list)  # the pods'
+    events: list[tuple[str, str]] = field(default_factory=list)  # (reason, message) about the first pod
+
+
+def _akid(i: int) -> str:
+    return "AKIA" + "".join(ch for ch in token(i, 40)[6:].upper() if ch.isalnum())[:16]
+
+
+def _hex(i: int, n: int = 64) -> str:
+    return hashlib.sha256(f"ckpt-doctor-hex-{i}".encode()).hexdigest()[:n]
+
+
+# values near the new classes that are not credentials: they must reach the bundle unredacted
+S3_KEY = "run/checkpoint-100/optimizer.pt"
+PROBE_NEAR_MISSES = [
+    f"'Key': '{S3_KEY}'",  # an S3 key, after an ambiguous name (botocore's params)
+    "Key=run/checkpoint-200/model.safetensors",
+    "global_step 1500",
+    "step: 1500",
+    "rule fresh-start-after-restart",
+    "kubectl get secret hf-secret -n team-a -o name",
+    "kubectl -n team-a logs sft-secrets-node-0-0 -c node --previous",
+    "mysql --defaults-extra-file=/etc/mysql/trainer.cnf -h db.internal runs",
+    "7z x /data/shards.7z -o/data/shards",
+    "unzip -o /data/corpus.zip -d /data/corpus",
+    "sudo -u trainer python /opt/train/train.py",
+    "<privateKey>${user.home}/.ssh/id_ed25519</privateKey>",
+    "<name>fs.s3a.endpoint</name>",
+    "token:\n  secretKeyRef:",
+    "DEBUG:botocore.auth:CanonicalRequest:",
+    f'Key="{S3_KEY}"',  # the same in a Python call
+]
+
+
+def probe_plants(c: Corpus) -> Probe:
+    """The placements of the classes the probe found leaking, each at least once where `collect` reads it."""
+    sec = c.secret
+    out = Probe()
+
+    # -- credentials given by a command's grammar: array items, shell lines, an event, a trace in a log ------
+    g = "grammar"
+    out.init_containers = [
+        {
+            "name": "fetch-ckpt",
+            "image": "alpine:3.20",
+            "command": ["sshpass", "-p", sec("args", g, cls="sshpass-array"), "scp", "bot@backup:/ckpt/x.tar", "/tmp/"],
+        },
+        {"name": "sshpass-split", "image": "alpine:3.20", "command": ["sshpass"],
+         "args": ["-p", sec("args", g, cls="sshpass-array"), "rsync", "-a", "backup:/ckpt/", "/mnt/ckpt/"]},
+        {"name": "shards", "image": "alpine:3.20",
+         "command": ["7z", "x", f"-p{sec('args', g, cls='7z')}", "/data/shards.7z", "-o/data/shards"]},
+        {"name": "corpus", "image": "alpine:3.20",
+         "command": ["unzip", "-P", sec("args", g, cls="unzip"), "/data/corpus.zip", "-d", "/data/corpus"]},
+        {"name": "smb", "image": "alpine:3.20",
+         "command": ["smbclient", "//fs.internal/ckpt", "-U", f"trainer%{sec('args', g, cls='smbclient')}",
+                     "-c", "get x.tar"]},
+        {"name": "mirror", "image": "alpine:3.20",
+         "command": ["lftp", "-u", f"mirror,{sec('args', g, cls='lftp')}", "sftp://backup.internal",
+                     "-e", "mirror /ckpt /backup; bye"]},
+        {"name": "minio-alias", "image": "minio/mc", "command": ["mc"],
+         "args": ["alias", "set", "s3", "https://s3.internal", sec("args", g, _akid(970), cls="mc-alias"),
+                  sec("args", g, cls="mc-alias")]},
+        {"name": "rclone-config", "image": "rclone/rclone",
+         "command": ["rclone", "config", "create", "s3remote", "s3", "provider", "Minio", "access_key_id",
+                     sec("args", g, _akid(971), cls="rclone"), "secret_access_key", sec("args", g, cls="rclone")]},
+        {"name": "sudo-stdin", "image": "alpine:3.20",
+         "command": ["sh", "-c", f"echo {sec('args', g, cls='sudo-stdin')} | sudo -S mount -a"]},
+        {"name": "near-misses", "image": "alpine:3.20",
+         "command": ["sh", "-c", "; ".join(PROBE_NEAR_MISSES[7:11])]},
+    ]
+    out.events = [
+        (
+            "FailedPostStartHook",
+            f'PostStartHook failed: exec of "mysql -h db.internal -u trainer -p{sec("event", g, cls="mysql-event")} '
+            'runs -e \'select 1\'" exited with 1',
+        ),
+        (
+            "BackOff",
+            f"Back-off restarting failed container db-init: mysql -uroot -p{sec('event', g, cls='mysql-event')}",
+        ),
+    ]
+    out.script = [
+        f"7z x -p{sec('script', g, cls='7z')} /data/shards.7z -o/data/shards",
+        f"unzip -q -P {sec('script', g, cls='unzip')} /data/corpus.zip -d /data/corpus",
+        f"smbclient //fs.internal/ckpt -U trainer%{sec('script', g, cls='smbclient')} -c 'put x.tar'",
+        f"lftp -u mirror,{sec('script', g, cls='lftp')} -e 'mirror -R /mnt/ckpt /backup; bye' sftp://backup.internal",
+        f"echo {sec('script', g, cls='sudo-stdin')} | sudo -S chown -R 1000 /mnt/ckpt",
+        f"printf '%s\\n' '{sec('script', g, cls='sudo-stdin')}' | sudo -S -k mount -a",
+        f"mc alias set s3 https://s3.internal {sec('script', g, _akid(972), cls='mc-alias')} "
+        f"{sec('script', g, cls='mc-alias')}",
+        f"rclone config create s3remote s3 access_key_id {sec('script', g, _akid(973), cls='rclone')} "
+        f"secret_access_key {sec('script', g, cls='rclone')}",
+        f"openssl enc -d -aes-256-cbc -pass pass:{sec('script', g, cls='openssl')} -in /data/key.enc -out /tmp/k",
+        f"keytool -importkeystore -srckeystore a.p12 -srcstorepass {sec('script', g, cls='keytool')} "
+        f"-destkeystore b.jks -deststorepass {sec('script', g, cls='keytool')}",
+        f"htpasswd -b -c /etc/nginx/.htpasswd admin {sec('script', g, cls='htpasswd')}",
+        f"ldapsearch -x -D cn=admin,dc=example,dc=org -w {sec('script', g, cls='ldapsearch')} -b dc=example,dc=org",
+        f"sqlcmd -S db.internal -U sa -P {sec('script', g, cls='sqlcmd')} -Q 'select 1'",
+        f"zip -P {sec('script', g, cls='zip')} /tmp/ckpt.zip /mnt/ckpt/latest",
+        f"curl --proxy-user proxy:{sec('script', g, cls='curl-proxy')} -x http://proxy:3128 https://x.internal",
+        f"poetry config http-basic.internal ci {sec('script', g, cls='poetry')}",
+        *PROBE_NEAR_MISSES[5:11],
+    ]
+    trace_pw = sec("log", g, cls="sshpass-trace")
+    out.log += [
+        f"+ sshpass -p {trace_pw} rsync -a /mnt/ckpt/ backup:/ckpt/",
+        f"+ 7z x -p{sec('log', g, cls='7z')} /data/shards.7z -o/data/shards",
+    ]
+
+    # -- config formats: Maven, Hadoop, netrc, .pgpass, pip.conf, .pypirc, docker config, .npmrc, git ----------
+    f = "config"
+    out.config = {
+        "settings.xml": "\n".join(
+            [
+                "<settings>",
+                "  <servers>",
+                "    <server>",
+                "      <id>nexus-releases</id>",
+                "      <username>deploy</username>",
+                f"      <password>{sec('configmap', f, cls='maven-settings')}</password>",
+                "    </server>",
+                "    <server>",
+                "      <id>signing</id>",
+                f"      {PROBE_NEAR_MISSES[11]}",
+                f"      <passphrase>{sec('configmap', f, cls='maven-settings')}</passphrase>",
+                "    </server>",
+                "  </servers>",
+                "</settings>",
+                "",
+            ]
+        ),
+        "core-site.xml": "\n".join(
+            [
+                "<configuration>",
+                "  <property>",
+                f"    {PROBE_NEAR_MISSES[12]}",
+                "    <value>https://s3.internal</value>",
+                "  </property>",
+                "  <property>",
+                "    <name>fs.s3a.secret.key</name>",
+                f"    <value>{sec('configmap', f, cls='hadoop-site')}</value>",
+                "  </property>",
+                "</configuration>",
+                "",
+            ]
+        ),
+        "netrc": f"machine nexus.internal login deploy account ops password {sec('configmap', f, cls='netrc')}\n"
+        f"machine files.internal password {sec('configmap', f, cls='netrc')} login mirror\n"
+        f"default\n    login anonymous\n    password {sec('configmap', f, cls='netrc')}\n",
+        ".pgpass": f"db.internal:5432:runs:trainer:{sec('configmap', f, cls='pgpass')}\n"
+        f"*:*:*:replicator:{sec('configmap', f, cls='pgpass')}\n",
+        "pip.conf": "[global]\n"
+        f"index-url = https://ci-bot:{sec('configmap', f, cls='pip-conf')}@pypi.internal/simple\n"
+        f"extra-index-url = https://{sec('configmap', f, cls='pip-conf')}@gitlab.example.com/api/v4/projects/42/"
+        "packages/pypi/simple\ntrusted-host = pypi.internal\n",
+        ".pypirc": "[distutils]\nindex-servers = internal\n\n[internal]\nrepository = https://pypi.internal/\n"
+        f"username = ci-bot\npassword = {sec('configmap', f, cls='pypirc')}\n",
+        "docker-config.json": json.dumps(
+            {
+                "auths": {
+                    "quay.io": {"auth": _b64(f"robot+ci:{(dq := sec('configmap', f, cls='docker-config'))}")},
+                    "registry.internal": {"identitytoken": sec("configmap", f, cls="docker-config")},
+                },
+                "credHelpers": {"gcr.io": "gcloud"},
+            },
+            indent=2,
+        ),
+        ".npmrc": f"//registry.npmjs.org/:_authToken={sec('configmap', f, cls='npmrc')}\nalways-auth=true\n",
+        ".gitconfig": '[http "https://git.internal/"]\n'
+        f"\textraheader = AUTHORIZATION: bearer {sec('configmap', f, cls='gitconfig')}\n",
+    }
+    at = next(i for i, pl in enumerate(c.plants) if pl.secret == dq)
+    c.plants[at] = Plant("configmap", f, dq, (_b64(f"robot+ci:{dq}"),), "docker-config")
+
+    # -- Python: call keywords, auth tuples, positional passwords (ast where the text is Python) -------------
+    p = "python-call"
+    out.config["upload.py"] = "\n".join(
+        [
+            "import boto3, ftplib, keyring, paramiko, psycopg2, pymysql, requests, smtplib",
+            "from requests.auth import HTTPBasicAuth",
+            "",
+            f'requests.post(URL, json=payload, auth=("svc", "{sec("python", p, cls="auth-tuple")}"))',
+            f'requests.get(URL, auth=HTTPBasicAuth("svc", "{sec("python", p, cls="auth-call")}"))',
+            f'conn = psycopg2.connect(host="db.internal", user="trainer", password="{sec("python", p, cls="kw")}")',
+            "smtp = smtplib.SMTP_SSL('smtp.internal')",
+            f'smtp.login("alerts@example.com", "{sec("python", p, cls="login-positional")}")',
+            f'ftp = ftplib.FTP("ftp.internal", "mirror", "{sec("python", p, cls="positional")}")',
+            "ssh = paramiko.SSHClient()",
+            "ssh.connect(",
+            '    "backup.internal",',
+            '    username="bot",',
+            f'    password="{sec("python", p, cls="kw-multiline")}",',
+            ")",
+            "s3 = boto3.client(",
+            '    "s3",',
+            f'    aws_access_key_id="{sec("python", p, _akid(974), cls="kw-multiline")}",',
+            "    aws_secret_access_key=(",
+            f'        "{sec("python", p, cls="kw-multiline")}"',
+            "    ),",
+            ")",
+            f'keyring.set_password("ckpt-upload", "bot", "{sec("python", p, cls="positional")}")',
+            f'db = pymysql.connect("db.internal", "trainer", "{sec("python", p, cls="positional")}", "runs")',
+            f's3.upload_file("/mnt/ckpt/x", Bucket="ckpt", {PROBE_NEAR_MISSES[15]})',
+            "",
+        ]
+    )
+    out.script.append(
+        f"python -c 'import requests; requests.get(\"https://x.internal\", auth=(\"svc\", "
+        f"\"{sec('script', p, cls='auth-tuple')}\"))'"
+    )
+    out.log += [
+        'Traceback (most recent call last):',
+        '  File "/opt/train/upload.py", line 4, in <module>',
+        f'    requests.post(URL, json=payload, auth=("svc", "{sec("log", p, cls="auth-tuple")}"))',
+        "requests.exceptions.ConnectionError: connection refused",
+    ]
+
+    # -- bytes literals: botocore's debug log of a request's headers ----------------------------------------
+    b = "bytes"
+    sts = "IQoJb3JpZ2luX2VjE" + token(len(c.plants), 90)
+    sig = _hex(975)
+    out.log += [
+        "DEBUG:botocore.endpoint:Sending http request: <AWSPreparedRequest stream_output=False, method=PUT, "
+        f"url=https://ckpt.s3.amazonaws.com/{S3_KEY}, headers={{'User-Agent': b'Boto3/1.35.0', "
+        f"'X-Amz-Date': b'20261130T093000Z', 'X-Amz-Security-Token': b'{sec('log', b, sts, cls='botocore-headers')}', "
+        f"'Authorization': b'AWS4-HMAC-SHA256 Credential=ASIAPLANTEDKEY000001/20261130/us-east-1/s3/aws4_request, "
+        "SignedHeaders=host;x-amz-date;x-amz-security-token, "
+        f"Signature={sec('log', b, sig, cls='botocore-headers')}'}}>",
+        f"DEBUG:botocore.hooks: params={{'Bucket': 'ckpt', {PROBE_NEAR_MISSES[0]}}}",
+        f"connect kwargs: {{'user': 'trainer', 'password': b'{sec('log', b, cls='bytes-dict')}', 'db': 'runs'}}",
+        f'session = Session(token=b"{sec("log", b, cls="bytes-kw")}")',
+    ]
+
+    # -- JSON inside a JSON string -----------------------------------------------------------------------------
+    n = "nested-json"
+    out.log += [
+        json.dumps({"level": "debug", "msg": "request", "body": json.dumps({"user": "u", "password": sec("log", n)})}),
+        json.dumps({"event": json.dumps({"payload": json.dumps({"api_key": sec("log", n, cls="doubly")})})}),
+    ]
+    out.env = [{"name": "APP_CONFIG", "value": json.dumps({"db": json.dumps({"password": sec("env", n)})})}]
+    out.annotations = {"example.com/config": json.dumps({"extra": json.dumps({"token": sec("annotation", n)})})}
+    out.events.append(
+        ("WebhookFailed", "response: " + json.dumps({"error": json.dumps({"client_secret": sec("event", n)})}))
+    )
+
+    # -- values on the line after their key ------------------------------------------------------------------
+    x = "next-line"
+    out.log += [
+        "DEBUG:botocore.auth:CanonicalRequest:",
+        "PUT",
+        f"/{S3_KEY}",
+        "DEBUG:botocore.auth:StringToSign:",
+        "AWS4-HMAC-SHA256",
+        "20261130T093000Z",
+        "20261130/us-east-1/s3/aws4_request",
+        _hex(976),
+        "DEBUG:botocore.auth:Signature:",
+        sec("log", x, _hex(977), cls="botocore-signature"),
+        "api_token:",
+        f"  {sec('log', x, cls='yaml')}",
+    ]
+    out.config["secrets.yaml"] = "\n".join(
+        [
+            "database:",
+            "  host: db.internal",
+            "  password:",
+            f"    {sec('configmap', x, cls='yaml')}",
+            "hub:",
+            "  token: |",
+            f"    {sec('configmap', x, cls='yaml-block')}",
+            "  refresh_token: >-",
+            f"    {sec('configmap', x, cls='yaml-block')}",
+            "storage:",
+            f"  {PROBE_NEAR_MISSES[13].replace(chr(10), chr(10) + '  ')}",
+            "      name: hf-secret",
+            "      key: token",
+            "",
+        ]
+    )
+
+    # -- a token wrapped over two lines (a terminal's or a log collector's width) -------------------------------
+    w = "wrapped"
+    for i, head in enumerate(
+        [
+            "2026-11-30 09:30:01 INFO uploader: sending with Authorization: Bearer ",
+            "2026-11-30 09:30:02 INFO export HF_TOKEN=",
+            "2026-11-30 09:30:03 WARNING using api_key=",
+        ]
+    ):
+        tok = ("hf_" if i == 1 else "") + token(len(c.plants) + 500, 70)
+        first, tail = tok[:40], tok[40:]  # the line was cut at its collector's width
+        c.plants.append(Plant("log", w, tail, (first,), "wrapped-line"))
+        out.log += [head + first, tail]
+
+    # -- near misses in the log -------------------------------------------------------------------------------
+    out.log += [*PROBE_NEAR_MISSES[1:7], "DEBUG:botocore.auth:Signature:", "step 42 loss 1.234"]
+    return out

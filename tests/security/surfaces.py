@@ -138,6 +138,20 @@ def run_all(work: Path) -> tuple[dict[str, bytes], Corpus]:
     return out, c
 
 
+def by_class(outs: dict[str, bytes], c: Corpus, surface: str = "collect") -> str:
+    """Leaks through one surface (collect: the bundle and what it printed) per kind and finer class."""
+    from collections import Counter
+
+    hits = leaks(outs.get(surface, b""), c.plants)
+    planted = Counter((p.kind, p.cls) for p in c.plants)
+    leaked = Counter((p.kind, p.cls) for p in hits)
+    lines = [f"{surface}: {len(hits)} of {len(c.plants)} placements leaked"]
+    lines.append(f"  {'kind':12} {'class':20} leaked/planted")
+    for (kind, cls), n in sorted(planted.items()):
+        lines.append(f"  {kind:12} {cls or '-':20} {leaked[(kind, cls)]}/{n}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     import tempfile
 
@@ -152,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             kinds = ", ".join(sorted({f"{p.where}/{p.kind}" for p in hits}))
             print(f"{k:44} {len(hits):5}  {kinds[:150]}")
         print(f"distinct planted secrets leaked anywhere: {len(leaked)} of {len(c.plants)}")
+        print(by_class(outs, c))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -1,6 +1,6 @@
 """Secrets stay home: not one planted secret, in any encoding, in anything any way out of ckpt-doctor writes.
 
-The corpus (tests/security/corpus.py) plants more than 100 credentials in env, args, scripts, ConfigMaps,
+The corpus (tests/security/corpus.py) plants more than 170 credentials in env, args, scripts, ConfigMaps,
 annotations, logs, events and the kubeconfig; tests/security/surfaces.py runs every way out against it (collect and
 collect --follow bundles, every output format of diagnose from a hand-made bundle, a collected bundle and the live
 cluster, lint, lint --fix, explain-error, report, the app's export and screenshots, error lines) and keeps every
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.clirun import run_cli
-from tests.security.corpus import NEAR_MISS_TEXT, NEAR_MISSES, Corpus, build, leaks
+from tests.security.corpus import NEAR_MISS_TEXT, NEAR_MISSES, PROBE_NEAR_MISSES, Corpus, build, leaks
 from tests.security.surfaces import run_all
 
 WAYS_OUT = [
@@ -41,9 +41,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes],
     return run_all(tmp_path_factory.mktemp("leaks"))
 
 
-def test_the_corpus_plants_over_100_secrets_everywhere_in_every_encoding(written: tuple[dict, Corpus]) -> None:
+def test_the_corpus_plants_over_170_secrets_everywhere_in_every_encoding(written: tuple[dict, Corpus]) -> None:
     _, c = written
-    assert len(c.plants) >= 100
+    assert len(c.plants) >= 170
     assert len({p.secret for p in c.plants}) == len(c.plants)  # each one findable on its own
     where = Counter(p.where for p in c.plants)
     assert set(where) >= {"env", "args", "script", "configmap", "annotation", "log", "event", "kubeconfig"}
@@ -60,6 +60,38 @@ def test_the_corpus_plants_over_100_secrets_everywhere_in_every_encoding(written
         "shape",
         "base64",
         "urlencoded",
+        "grammar",
+        "config",
+        "python-call",
+        "bytes",
+        "nested-json",
+        "next-line",
+        "wrapped",
+    }
+    # every class issue 22's probe saw leak, each planted at least once
+    classes = {p.cls for p in c.plants}
+    assert classes >= {
+        "sshpass-array",
+        "mysql-event",
+        "7z",
+        "unzip",
+        "smbclient",
+        "lftp",
+        "sudo-stdin",
+        "mc-alias",
+        "rclone",
+        "maven-settings",
+        "netrc",
+        "pgpass",
+        "pip-conf",
+        "docker-config",
+        "auth-tuple",
+        "kw",
+        "botocore-headers",
+        "doubly",
+        "botocore-signature",
+        "yaml",
+        "wrapped-line",
     }
 
 
@@ -95,6 +127,16 @@ def test_the_bundle_keeps_what_the_facts_need(written: tuple[dict, Corpus]) -> N
     for line in NEAR_MISS_TEXT:
         assert line.encode() in bundle, line
     assert b"HF_HUB_TOKEN_FROM_SECRET" in bundle and b"secretKeyRef" in bundle and b"key: token" in bundle
+
+
+@pytest.mark.parametrize("near", PROBE_NEAR_MISSES)
+def test_near_misses_of_the_new_classes_survive(near: str, written: tuple[dict, Corpus]) -> None:
+    """No over-redaction: an S3 key after `'Key':`, step numbers, rule ids, kubectl commands, a tool's flags that
+    carry no password, a Maven path, a key whose next line is a reference: all reach the bundle as written."""
+    outs, _ = written
+    bundle = outs["collect"]
+    for line in near.splitlines():
+        assert line.strip().encode() in bundle, line
 
 
 def test_redaction_keeps_the_field_path_and_the_rest_of_the_line(tmp_path: Path) -> None:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import base64
 import io
 import json
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from ckpt_doctor.errors import InputError
+from ckpt_doctor.errors import UsageError
 from ckpt_doctor.sources.redact import RedactingStream, Redactor, redact_svg, redact_text, sensitive_name
 from ckpt_doctor.sources.redact_names import ambiguous_name, looks_secret
 
 S = "Zx9Planted4Secret7Value"  # one secret, planted every way
+S2 = "Qw3Wrapped8Tail5Part"  # the rest of a token wrapped onto the next line
 
 # (kind, text with {s}, what must be left of the text around it)
 CASES: list[tuple[str, str, str]] = [
@@ -56,11 +58,50 @@ CASES: list[tuple[str, str, str]] = [
 ]
 
 
+# issue 22's probe: credentials given by a command's grammar, config formats, Python calls, bytes literals,
+# nested JSON, values on the next line, wrapped tokens (each of these leaked through `collect` before)
+CASES += [
+    ("sshpass in a trace", "+ sshpass -p {s} rsync -a /ckpt/ b:/ckpt/", "+ sshpass -p "),
+    ("mysql -pX in an event", "Back-off restarting failed container db-init: mysql -uroot -p{s}", "mysql -uroot -p"),
+    ("mysql in a quoted exec", 'exec of "mysql -h db -u t -p{s} runs -e \'select 1\'" exited', "exited"),
+    ("7z x -pX", "7z x -p{s} /data/shards.7z -o/data/shards", "/data/shards.7z -o/data/shards"),
+    ("unzip -P X", "unzip -q -P {s} /data/corpus.zip -d /data", "/data/corpus.zip -d /data"),
+    ("smbclient -U user%X", "smbclient //fs/ckpt -U trainer%{s} -c 'get x'", "-U trainer%"),
+    ("lftp -u user,X", "lftp -u mirror,{s} -e 'mirror /a /b; bye' sftp://backup", "-u mirror,"),
+    ("echo X | sudo -S", "echo {s} | sudo -S chown -R 1000 /mnt/ckpt", "| sudo -S chown -R 1000 /mnt/ckpt"),
+    ("printf X | sudo -S", "printf '%s\\n' '{s}' | sudo -S mount -a", "| sudo -S mount -a"),
+    ("sudo -S <<< X", "sudo -S mount -a <<< {s}", "sudo -S mount -a <<< "),
+    ("mc alias set KEY SECRET", "mc alias set s3 https://s3.internal minio-admin {s}", "set s3 https://s3.internal"),
+    ("rclone secret_access_key X", "rclone config create r s3 secret_access_key {s}", "secret_access_key "),
+    ("openssl -pass pass:X", "openssl enc -d -pass pass:{s} -in k.enc", "-pass pass:"),
+    ("keytool -storepass X", "keytool -list -keystore k.jks -storepass {s}", "-storepass "),
+    ("htpasswd -b", "htpasswd -b -c /etc/nginx/.htpasswd admin {s}", "/etc/nginx/.htpasswd admin "),
+    ("ldapsearch -w X", "ldapsearch -x -D cn=admin -w {s} -b dc=org", "-w "),
+    ("curl --proxy-user u:X", "curl --proxy-user proxy:{s} https://x", "--proxy-user proxy:"),
+    ("poetry http-basic", "poetry config http-basic.internal ci {s}", "http-basic.internal ci "),
+    ("Maven <password>", "<server><id>n</id><password>{s}</password></server>", "</password></server>"),
+    ("Maven <passphrase>", "  <passphrase>{s}</passphrase>", "</passphrase>"),
+    ("Hadoop property", "<name>fs.s3a.secret.key</name>\n  <value>{s}</value>", "<value>"),
+    (".pgpass line", "db.internal:5432:runs:trainer:{s}", "db.internal:5432:runs:trainer:"),
+    ("auth tuple", 'requests.post(u, auth=("svc", "{s}"))', 'auth=("svc", "'),
+    ("HTTPBasicAuth", 'requests.get(u, auth=HTTPBasicAuth("svc", "{s}"))', 'HTTPBasicAuth("svc", "'),
+    ("bytes header", "headers={{'X-Amz-Security-Token': b'{s}', 'X-Amz-Date': b'2026'}}", "'X-Amz-Date': b'2026'"),
+    ("bytes keyword", 'Session(token=b"{s}")', 'token=b"'),
+    ("JSON in a JSON string", '{{"body": "{{\\"password\\": \\"{s}\\"}}"}}', '{"body": "{\\"password\\": \\"'),
+    ("Signature on the next line", "DEBUG:botocore.auth:Signature:\n{h}", "DEBUG:botocore.auth:Signature:\n"),
+    ("YAML value on the next line", "password:\n  {s}\nnext: 1", "password:\n  "),
+    ("YAML block scalar", "token: |\n  {s}\nnext: 1", "\nnext: 1"),
+    ("YAML passphrase of words", "db:\n  password: correct {s} staple  # old\nnext: 1", "  # old\nnext: 1"),
+    ("wrapped token", "2026-11-30 09:30:01 INFO sending with Authorization: Bearer {s}\n{s2}\nnext", "\nnext"),
+]
+
+
 @pytest.mark.parametrize(("kind", "text", "kept"), CASES, ids=[c[0] for c in CASES])
 def test_each_kind_is_redacted_and_the_line_kept(kind: str, text: str, kept: str) -> None:
     r = Redactor()
-    out = r.text(text.format(s=S))
-    assert S not in out and "<redacted:" in out, out
+    hexsig = "0c1d2e3f4a5b6c7d8e9f0011223344556677889900aabbccddeeff0123456789"
+    out = r.text(text.format(s=S, h=hexsig, s2=S2))
+    assert S not in out and S2 not in out and hexsig not in out and "<redacted:" in out, out
     assert kept in out, out
     assert r.count >= 1
 
@@ -195,6 +236,30 @@ NEAR_MISS_LINES = [
     "https://huggingface.co/meta-llama/Llama-3.1-8B",
     "s3://bucket/path/checkpoint-100",
     "4000 tokens/s",
+    # near the classes issue 22's probe added: none is a credential
+    "DEBUG:botocore.hooks: params={'Bucket': 'ckpt', 'Key': 'run/checkpoint-100/optimizer.pt'}",
+    's3.upload_file(p, Bucket="ckpt", Key="run/checkpoint-200/model.safetensors")',
+    "DEBUG:botocore.auth:CanonicalRequest:",
+    "DEBUG:botocore.auth:Signature:\nstep 42 loss 1.234",
+    "DEBUG:google.auth._default:Checking None for explicit credentials as part of auth process...",
+    "kubectl get secret hf-secret -n team-a -o name",
+    "kubectl -n team-a logs sft-node-0-0 -c node --previous",
+    "mysql --defaults-extra-file=/etc/mysql/trainer.cnf -h db.internal runs",
+    "mysql -u root -p runs",
+    "7z x /data/shards.7z -o/data/shards",
+    "unzip -o /data/corpus.zip -d /data/corpus",
+    "sudo -u trainer python /opt/train/train.py",
+    "echo done | sudo tee /etc/motd",
+    "openssl enc -d -aes-256-cbc -pass env:KEY_PASS -in k.enc",
+    "smbclient //fs/ckpt -U trainer -c 'get x'",
+    "token:\n  secretKeyRef:\n    name: hf-secret",
+    "password:\n  - name: first",
+    "Password:\nLogin incorrect",
+    "<privateKey>${user.home}/.ssh/id_ed25519</privateKey>",
+    "<name>fs.s3a.endpoint</name>\n<value>https://s3.internal</value>",
+    "12:30:45:123:456",
+    "rule fresh-start-after-restart failed at step 1500",
+    "x" * 70 + " saved checkpoint-100\n20261130T093000Z",
 ]
 
 
@@ -248,7 +313,7 @@ def test_known_values_are_replaced_wherever_they_repeat() -> None:
 def test_custom_patterns_are_re2_and_disabled_means_off() -> None:
     r = Redactor([r"employee-\d{6}", r"project=(\w+)"])
     assert r.text("user employee-123456 project=apollo ok") == "user <redacted:custom> project=<redacted:custom> ok"
-    with pytest.raises(InputError, match="RE2 syntax"):
+    with pytest.raises(UsageError, match="not a valid RE2 pattern: invalid perl operator"):
         Redactor([r"(?<=x)y"])  # look-behind: not linear, refused
     off = Redactor(enabled=False)
     assert off.text(f"password={S}").endswith(S) and off.obj({"PGPASSWORD": S}) == {"PGPASSWORD": S}
@@ -322,3 +387,86 @@ def test_a_credential_split_across_styled_runs_is_masked_in_a_screenshot() -> No
     assert token[:10] not in text and token[10:] not in text
     assert "lantern-orchid" not in text and "meadow-value" not in text
     assert "export&#160;GITHUB_TOKEN=" in text and "#&#160;kept" in text
+
+
+def test_container_command_and_args_are_one_command_line() -> None:
+    """`command: [sshpass]` + `args: [-p, X, …]`, `command: [mc]` + `args: [alias, set, …, KEY, SECRET]`: the
+    grammar spans the two lists; what a command line echoes later in a log is then known."""
+    r = Redactor()
+    pod = {
+        "spec": {
+            "initContainers": [
+                {"name": "a", "command": ["sshpass"], "args": ["-p", S, "rsync", "-a", "/ckpt/", "b:/ckpt/"]},
+                {"name": "b", "command": ["mc"], "args": ["alias", "set", "s3", "https://s3", "minio-admin", S2]},
+                {"name": "c", "command": ["7z", "x", f"-p{S}", "/data/shards.7z", "-o/data/shards"]},
+            ]
+        }
+    }
+    r.learn(pod)
+    out = json.dumps(r.obj(pod))
+    assert S not in out and S2 not in out, out
+    kept_words = ('"rsync", "-a", "/ckpt/"', '"alias", "set", "s3", "https://s3"', '"/data/shards.7z", "-o/data/')
+    for kept in kept_words:
+        assert kept in out, out
+    assert r.text(f"+ rsync done with {S2} in the log") == "+ rsync done with <redacted:known> in the log"
+
+
+def test_python_source_is_parsed_for_credentials() -> None:
+    """A ConfigMap's `*.py` is parsed with `ast`: a keyword on its own line, a value in parentheses, a positional
+    password, an auth tuple; a non-credential keyword (`Key=` an S3 key) stays."""
+    src = "\n".join(
+        [
+            "ssh.connect(",
+            '    "backup",',
+            '    username="bot",',
+            f'    password="{S}",',
+            ")",
+            "s3 = boto3.client(",
+            "    aws_secret_access_key=(",
+            f'        "{S2}"',
+            "    ),",
+            ")",
+            'smtp.login("alerts@example.com", "Mx7PositionalPw44")',
+            'db = pymysql.connect("db", "trainer", "Kq2PositionalPw55", "runs")',
+            'requests.post(u, auth=("svc", "Tz8TuplePw66xyz"))',
+            's3.upload_file(p, Bucket="ckpt", Key="run/checkpoint-100/optimizer.pt")',
+            "",
+        ]
+    )
+    r = Redactor()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"upload.py": src}}
+    out = r.obj(cm)["data"]["upload.py"]
+    for secret in (S, S2, "Mx7PositionalPw44", "Kq2PositionalPw55", "Tz8TuplePw66xyz"):
+        assert secret not in out, (secret, out)
+    assert 'Key="run/checkpoint-100/optimizer.pt"' in out and 'username="bot"' in out
+    assert out.count("\n") == src.count("\n")
+    assert r.counts["python-call"] >= 4
+
+
+def test_a_bad_redact_pattern_is_one_usage_line_that_does_not_repeat_it(capfd: pytest.CaptureFixture[str]) -> None:
+    """RE2 used to print the pattern (a secret, maybe) on stderr in three lines itself, and the exit was 3."""
+    from tests.clirun import run_cli
+
+    for verb in (["collect", "x", "-o", "/nonexistent/x.tgz"], ["report", "--bundle", "/nonexistent"]):
+        got = run_cli([*verb, "--redact-pattern", "hunter2Secret(", "--redact-pattern", "(?<=x)y"])
+        printed = capfd.readouterr()  # what reached the file descriptors themselves (RE2 writes to fd 2)
+        assert got.rc == 2, got
+        assert got.err.count("\n") == 1 and "--redact-pattern #1 is not a valid RE2 pattern" in got.err, got.err
+        assert "hunter2Secret" not in got.err + printed.err + printed.out
+
+
+def test_a_bad_signature_pattern_is_one_line_and_re2_stays_quiet(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """RE2 printed two lines of its own (absl's warning and the pattern) on fd 2 before ckpt-doctor's error."""
+    from tests.clirun import run_cli
+
+    (tmp_path / "sigs").mkdir()
+    (tmp_path / "sigs" / "a.yaml").write_text(
+        'signatures:\n  - id: x\n    event: resumed\n    keyword: "resumed"\n    pattern: "resumed(("\n'
+    )
+    examples = Path(__file__).resolve().parents[2] / "examples" / "disk-full"
+    got = run_cli(["diagnose", "--bundle", str(examples), "--signatures", str(tmp_path / "sigs")])
+    printed = capfd.readouterr()
+    assert got.rc == 3 and got.err.count("\n") == 1 and "bad pattern" in got.err, got.err
+    assert printed.err == "" and printed.out == "", printed

@@ -223,3 +223,75 @@ async def test_the_app_exports_never_overwrite_or_follow_symlinks(tmp_path: Path
     assert "ckpt-doctor-team-a-sft-resumable-2.md" in names and "ckpt-doctor-team-a-sft-resumable-3.md" in names
     assert any(n.endswith(".svg") for n in names)
     assert not any(n.endswith(".tmp") for n in names)
+
+
+# -- replacing as root keeps the owner and the mode ----------------------------------------------------------
+
+OTHER = (4321, 4321)  # a user and group that are not the one running the tests
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+
+
+def _theirs(path: Path, mode: int = 0o640, text: str = "theirs\n") -> Path:
+    path.write_text(text)
+    os.chown(path, *OTHER)
+    path.chmod(mode)
+    return path
+
+
+def _owner_and_mode(path: Path) -> tuple[int, int, int]:
+    st = path.lstat()
+    return st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)
+
+
+@as_root
+def test_write_output_as_root_keeps_the_owner_and_the_mode(tmp_path: Path) -> None:
+    """Replacing a user's report as root gave it to root: the user could no longer edit or remove it."""
+    out = _theirs(tmp_path / "report.md")
+    w = write_output(out, "new\n", force=True)
+    assert out.read_text() == "new\n" and _owner_and_mode(out) == (*OTHER, 0o640), w.describe()
+
+
+@as_root
+def test_a_streamed_output_and_an_edit_in_place_keep_the_owner_too(tmp_path: Path) -> None:
+    out = _theirs(tmp_path / "b.tgz", 0o600)
+    with output_stream(out, force=True) as stream:
+        stream.file.write(b"bundle")
+    assert _owner_and_mode(out) == (*OTHER, 0o600)
+    manifest = _theirs(tmp_path / "m.yaml", 0o664, "a: 1\n")
+    edit_in_place(manifest, "a: 2\n")
+    assert manifest.read_text() == "a: 2\n" and _owner_and_mode(manifest) == (*OTHER, 0o664)
+
+
+@as_root
+def test_set_id_bits_are_not_kept_on_what_is_written(tmp_path: Path) -> None:
+    out = _theirs(tmp_path / "x.md", 0o4755)
+    write_output(out, "new\n", force=True)
+    assert _owner_and_mode(out) == (*OTHER, 0o755)
+
+
+@as_root
+def test_every_verb_that_writes_refuses_without_force_and_keeps_the_owner(served: Path, tmp_path: Path) -> None:
+    """collect -o (an archive, a folder), report --out, lint --fix: what each wrote over a user's file, as root."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "lexical-sort-older"
+    live = ["--kubeconfig", str(served), "-q"]
+    for argv, out in (
+        (["collect", "sft-resumable", *live, "-o"], tmp_path / "b.tgz"),
+        (["report", "--bundle", str(examples), "--out"], tmp_path / "pm.md"),
+    ):
+        _theirs(out)
+        refused = run_cli([*argv, str(out)])
+        assert refused.rc == 3 and "--force" in refused.err and out.read_bytes() == b"theirs\n", refused.err
+        forced = run_cli([*argv, str(out), "--force"])
+        assert forced.rc == 0 and out.read_bytes() != b"theirs\n", forced.err
+        assert _owner_and_mode(out) == (*OTHER, 0o640), argv[0]
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    os.chown(folder, *OTHER)
+    assert run_cli(["collect", "sft-resumable", *live, "-o", str(folder)]).rc == 0  # an empty folder may receive it
+    assert {p.lstat().st_uid for p in [folder, *folder.rglob("*")]} == {OTHER[0]}
+    manifest, flags = _fixable(tmp_path)
+    os.chown(manifest, *OTHER)
+    manifest.chmod(0o664)
+    before = manifest.read_text()
+    assert run_cli(["lint", str(manifest), "--fix", *flags]).rc in (0, 1)
+    assert manifest.read_text() != before and _owner_and_mode(manifest) == (*OTHER, 0o664)

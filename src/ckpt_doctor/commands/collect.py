@@ -85,9 +85,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def run(args: argparse.Namespace) -> int:
     from ckpt_doctor.safewrite import check_output
     from ckpt_doctor.sources.bundle_write import is_archive, write_bundle
+    from ckpt_doctor.sources.live.collector import LOST, lost_reason
     from ckpt_doctor.sources.redact import Redactor
 
-    redactor = Redactor(args.redact_pattern, enabled=not args.no_redact)  # bad patterns: exit 3 before any I/O
+    redactor = Redactor(args.redact_pattern, enabled=not args.no_redact)  # bad patterns: exit 2 before any I/O
     check_output(args.output, args.force, directory=not is_archive(args.output))  # refused before collecting
     if args.no_redact:
         print(NO_REDACT_WARNING, file=sys.stderr)
@@ -134,5 +135,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         for g in snap.not_collected:
-            print(f"  not collected: {g.what}: {g.reason}", file=sys.stderr)
+            if g.what != LOST:
+                print(f"  not collected: {g.what}: {g.reason}", file=sys.stderr)
+    lost = lost_reason(snap)
+    if lost:
+        from ckpt_doctor.commands.common import say_lost
+
+        return say_lost(lost)  # the bundle holds what was read, and its bundle.yaml says the cluster went away
     return 0

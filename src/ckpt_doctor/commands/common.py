@@ -49,16 +49,10 @@ def emit(diag: Diagnosis, fmt: str, verbose: bool = False) -> None:
 
 
 def diagnose_live_target(args: argparse.Namespace) -> Diagnosis:
-    """Diagnose the TrainJob `args.target` names, read from the cluster (diagnose and report share it).
+    """Diagnose the TrainJob `args.target` names, read from the cluster (diagnose and report share it)."""
+    from ckpt_doctor.pipeline import diagnose_live
 
-    Each log is read through the log scanner as it arrives, keeping only what it finds, and nothing is
-    redacted on the way in: the findings are, as they leave diagnose_snapshot.
-    """
-    from ckpt_doctor.facts.logs import load_signatures
-    from ckpt_doctor.pipeline import diagnose_snapshot
-    from ckpt_doctor.sources.live import collect_live  # imports kubernetes: only on the live path
-
-    snap = collect_live(
+    return diagnose_live(
         args.target,
         namespace=args.namespace,
         context=args.context,
@@ -66,10 +60,24 @@ def diagnose_live_target(args: argparse.Namespace) -> Diagnosis:
         timeout=args.request_timeout,
         quiet=args.quiet,
         workers=args.concurrency,
-        head_bytes=args.log_bytes,
-        tail_bytes=args.log_bytes,
-        redact=False,
-        scan=load_signatures(args.signatures or []),
+        log_bytes=args.log_bytes,
+        version_flag=args.trainer_version,
+        signature_dirs=args.signatures,
     )
-    name = snap.meta.get("target", {}).get("name") or None
-    return diagnose_snapshot(snap, name, args.trainer_version, args.signatures)
+
+
+def live_diagnosis(args: argparse.Namespace) -> tuple[Diagnosis, str]:
+    """`diagnose_live_target`, and why the cluster was lost half-way through the collection ('' if it was not):
+    the diagnosis is then of what was read before, and its `notCollected` says so."""
+    from ckpt_doctor.sources.live.collector import lost_reason
+
+    diag = diagnose_live_target(args)
+    return diag, lost_reason(diag.facts.scope.snap)
+
+
+def say_lost(lost: str) -> int:
+    """The one error line of a cluster lost mid-collection (after the output it still printed or wrote): exit 3."""
+    from ckpt_doctor.errors import EXIT_INPUT
+
+    print(f"ckpt-doctor: error: {' '.join(lost.split())}", file=sys.stderr)
+    return EXIT_INPUT

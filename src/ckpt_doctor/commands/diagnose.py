@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_log_flags
-from ckpt_doctor.commands.common import add_output_flags, diagnose_live_target, emit
+from ckpt_doctor.commands.common import add_output_flags, emit, live_diagnosis, say_lost
 from ckpt_doctor.errors import UsageError
 
 
@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.target:
             raise UsageError("name a TrainJob ([NAMESPACE/]NAME) or pass --bundle PATH")
-        diag = diagnose_live_target(args)
+        diag, lost = live_diagnosis(args)
         emit(diag, args.output, args.verbose)
+        if lost:
+            return say_lost(lost)  # what was read is printed; its notCollected says the cluster went away
     return diag.exit_code(args.fail_on, args.strict)

@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--output",
         choices=("text", "json"),
         default="text",
-        help="json: print the drill's record on stdout (contracts.md §5)",
+        help="json: print the drill's record on stdout (docs/contracts.md §5)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="say why each step runs, and show the trainer's log")
     p.add_argument(

@@ -64,21 +64,20 @@ def run_bundle(args: argparse.Namespace) -> FleetResult:
 
 
 def run_live(args: argparse.Namespace) -> FleetResult:
-    from ckpt_doctor.fleet.scan import scan_live
-    from ckpt_doctor.sources.live import Progress, connect  # imports kubernetes: only on the live path
-    from ckpt_doctor.sources.live.fleet import FleetCollector, FleetScope
+    from ckpt_doctor.fleet.scan import scan_cluster
 
-    jobs = max(1, args.concurrency)
-    log_workers = 2
-    cluster = connect(args.namespace, args.context, args.kubeconfig, args.request_timeout, pool=jobs * log_workers + 8)
-    ns = None if args.all_namespaces else cluster.namespace
-    scope = FleetScope(namespace=ns, selector=args.selector)
-    prog = Progress(quiet=args.quiet)
-    try:
-        fleet = FleetCollector(cluster, scope, args.log_bytes, args.log_bytes, log_workers, workers=8, progress=prog)
-        return scan_live(fleet, _diagnoser(args), workers=jobs, progress=prog)
-    finally:
-        prog.close()
+    return scan_cluster(
+        _diagnoser(args),
+        namespace=args.namespace,
+        all_namespaces=args.all_namespaces,
+        selector=args.selector,
+        context=args.context,
+        kubeconfig=args.kubeconfig,
+        timeout=args.request_timeout,
+        concurrency=args.concurrency,
+        log_bytes=args.log_bytes,
+        quiet=args.quiet,
+    )
 
 
 def emit(result: FleetResult, fmt: str) -> None:

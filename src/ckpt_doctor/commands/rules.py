@@ -25,23 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, rules_cmd=None)
 
 
-def _rule_json(r: Any) -> dict[str, Any]:
-    return {
-        "id": r.id,
-        "kind": r.kind,
-        "severity": r.severity,
-        "title": r.title,
-        "explanation": r.explanation,
-        "fix": r.fix,
-        "docs": list(r.docs),
-        "explains": list(r.explains),
-        "needs": list(r.needs),
-        "modes": list(r.modes),
-        "params": r.params,
-        "specific": list(r.specific),
-    }
-
-
 def index_text() -> str:
     """rules/index.json: every rule as `rules list -o json` prints it, and what a diagnosis needs
     of the rule graph (the causes that explain each symptom), computed here with networkx, for
@@ -53,7 +36,7 @@ def index_text() -> str:
     rules = default_rules()
     index = {
         "digest": default_digest(),
-        "rules": [_rule_json(r) for r in rules],
+        "rules": [r.to_json() for r in rules],
         "explaining": explaining_table(build_graph(rules, load_checks())),
     }
     return json.dumps(index, indent=2) + "\n"
@@ -94,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         if r is None:
             raise UsageError(f"no rule {args.id!r}; `ckpt-doctor rules list` shows them")
         if args.output == "json":
-            out.write(json.dumps(_rule_json(r), indent=2) + "\n")
+            out.write(json.dumps(r.to_json(), indent=2) + "\n")
             return 0
         g = build_graph(rules, load_checks())
         explained_by = sorted(g.predecessors(r.id))

@@ -34,6 +34,23 @@ class Rule:
     versioned: bool = False  # its answer depends on the Trainer version: judged for every version still possible
     confidence: str = ""  # how sure a failure of this rule can be, and when it is not evaluated (docs)
 
+    def to_json(self) -> dict[str, Any]:
+        """The rule as `rules show -o json` prints it (and rules/index.json and the MCP server hold it)."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "severity": self.severity,
+            "title": self.title,
+            "explanation": self.explanation,
+            "fix": self.fix,
+            "docs": list(self.docs),
+            "explains": list(self.explains),
+            "needs": list(self.needs),
+            "modes": list(self.modes),
+            "params": self.params,
+            "specific": list(self.specific),
+        }
+
 
 @dataclass
 class Result:

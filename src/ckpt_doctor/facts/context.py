@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.coverage import Coverage, Known, Malformed
 from ckpt_doctor.facts.attempts import History, build_history
 from ckpt_doctor.facts.logs import Signature, load_signatures
 from ckpt_doctor.facts.overrides import TrainerJob, find_trainer_job, merged_trainer_pod_spec, pod_container
 from ckpt_doctor.facts.program import TrainerSpec
 from ckpt_doctor.facts.program.model import Program, add_log_stacks, build_program
-from ckpt_doctor.facts.storage import PERSISTENT_SOURCES, CkptDir, checkpoint_dirs, claim_templates
+from ckpt_doctor.facts.storage import CKPT_ENV, PERSISTENT_SOURCES, CkptDir, checkpoint_dirs, claim_templates
 from ckpt_doctor.facts.versions import TrainerVersion, trainer_version
 from ckpt_doctor.scope import Scope, runtime_ref
 from ckpt_doctor.snapshot import Obj
@@ -24,8 +25,23 @@ if TYPE_CHECKING:
 NEEDS_CLUSTER = "needs cluster evidence (pods, events, logs); lint sees only manifests"
 # frameworks that save checkpoints unless told not to (HF Trainer's save_strategy, Lightning's
 # ModelCheckpoint, torchtune's epoch saves, training_hub's epoch checkpoints)
-SAVING_STACKS = ("hf-trainer", "llamafactory", "lightning", "torchtune", "training-hub")
+WHAT_DIR = "a checkpoint directory (CKPT_DIR, --output_dir, output_dir…)"
 CLUSTER_KINDS = ("PersistentVolume", "StorageClass", "Node", "ClusterTrainingRuntime")
+
+
+def _ckpt_vars_expected(prog: Program | None) -> str | None:
+    """A checkpoint variable (CKPT_DIR, OUTPUT_DIR…) the trainer reads but the runtime does not set:
+    the runtime leaves the directory to its TrainJobs (spec.trainer.env)."""
+    if prog is None:
+        return None
+    names: list[str] = list(prog.kube_unresolved)
+    if prog.shell is not None:
+        for c in prog.shell.commands:
+            names += c.unresolved
+        names += [u for _n, w, _e, _l in prog.shell.assignments for u in w.unresolved]
+    for part in prog.pythons:
+        names += [n for n in part.facts.env_reads if n not in prog.env]
+    return next((f"${n}" for n in names if n in CKPT_ENV), None)
 
 
 @dataclass
@@ -105,8 +121,6 @@ class Facts:
             return "unknown", "the trainer's runtime is not known", []
         if self.trainer_job is None or spec.container is None:
             return "unknown", "the runtime has no trainer job with a container to judge", []
-        if self.mode == "lint" and sc.trainjob is None:
-            return "unknown", "judged per TrainJob: its spec.trainer.env and overrides may add it", []
         if self.ckpt_dirs:
             return "present", f"it writes checkpoints to {self.ckpt_dirs[0].raw} ({self.ckpt_dirs[0].source})", []
         vols = [v for v in spec.pod_spec.get("volumes") or [] if isinstance(v, dict)]
@@ -118,7 +132,7 @@ class Facts:
             return "present", f"it mounts the persistent volume {name!r}", []
         prog = self.program
         if prog is not None:
-            saving = [s for s in prog.stacks if s in SAVING_STACKS]
+            saving = [s for s in prog.stacks if s in frameworks.saving_stacks()]
             if saving:
                 return "present", f"{saving[0]} checkpoints by default", []
             if any(io.op == "save" for p in prog.pythons for io in p.facts.io):
@@ -127,11 +141,23 @@ class Facts:
             return "present", "an attempt logged a save", []
         where = f"{spec.object} {spec.container_path}"
         tj = sc.trainjob
+        if tj is None:  # lint, a runtime on its own: what it shows as written; its TrainJobs may add the rest
+            per_tj = "judged per TrainJob: the runtime's trainer"
+            wanted = _ckpt_vars_expected(prog)
+            if wanted:
+                return "unknown", f"{per_tj} reads {wanted}, which its TrainJobs set", []
+            if prog is not None and prog.entry.kind != "none" and not prog.complete:
+                unseen = "; ".join(prog.unseen[:1]) or "its code is not among the files"
+                return "unknown", f"{per_tj} runs code that cannot be read ({unseen})", []
+            evidence = [
+                {"type": "absence", "what": WHAT_DIR, "where": where},
+                {"type": "absence", "what": "a persistent volume mounted by the trainer", "where": where},
+            ]
+            return "absent", "the runtime shows no checkpoint directory and no persistent volume", evidence
         # a TrainJob names its checkpoint directory in spec.trainer (the runtime's container otherwise)
         dir_at = f"{tj.ref()} spec.trainer" if tj is not None and isinstance(tj.spec.get("trainer"), dict) else where
-        what_dir = "a checkpoint directory (CKPT_DIR, --output_dir, output_dir…)"
         evidence = [
-            {"type": "absence", "what": what_dir, "where": dir_at},
+            {"type": "absence", "what": WHAT_DIR, "where": dir_at},
             {"type": "absence", "what": "a persistent volume mounted by the trainer", "where": where},
         ]
         return "absent", "no checkpoint directory and no persistent volume", evidence

@@ -64,6 +64,7 @@ from typing import Any
 
 import re2
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.data import rules_dir
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.snapshot import LogRef
@@ -222,9 +223,13 @@ def _read_dir(d: Path) -> list[Signature]:
     return out
 
 
+_QUIET = re2.Options()
+_QUIET.log_errors = False  # RE2 would print a refused pattern on the terminal itself, around our one line
+
+
 def _compile(pattern: str, sid: str, what: str, where: str) -> Any:
     try:
-        rx = re2.compile(pattern)
+        rx = re2.compile(pattern, _QUIET)
     except re2.error as e:
         why = str(e) or "not a pattern google-re2 accepts"
         raise InputError(
@@ -531,10 +536,6 @@ def _normalise(raw: bytes, s: int, e: int, line_start: int, at_start: bool) -> _
 
 
 # -- reading values --------------------------------------------------------------------------------
-_STEP_IN_PATH = re.compile(
-    r"(?:checkpoint-|global_step_?|iter_|(?<![a-z])step[=_-]?)(\d+)",
-    re.I,
-)
 _EPOCH_IN_PATH = re.compile(r"(?<![a-z])epoch[=_-]?(\d+)", re.I)
 _TRAIN_DESC = re.compile(r"(?i)(?:train(?:ing)?|steps?|global[ _]?steps?|iter(?:ation)?s?|it|optimi[sz]ation steps?)\b")
 _BAR_TABLE = [
@@ -547,8 +548,6 @@ _BAR_TABLE = [
     (re.compile(r"(?i)(?:download|fetching|uploading|upload\b)"), "download"),
     (re.compile(r"(?i)(?:eval|validat|val\b|predict|test|sanity checking|inference|generat)"), "eval"),
 ]
-_LIGHTNING_DESC = re.compile(r"Epoch (\d+)(?:/\d+)?$")
-_TORCHTUNE_DESC = re.compile(r"(\d+)\|(\d+)\|")
 _POSTFIX_STEP = re.compile(r"(?:^|[,\s])(?:global_step|trainer/global_step|step)[=:]\s*(\d+)(?:\.0+)?(?=$|[,\s\]])")
 
 
@@ -574,7 +573,7 @@ def _clean_path(v: bytes | None) -> str | None:
 def _step_from_path(path: str) -> int | None:
     if path.isdigit():
         return int(path)
-    found = _STEP_IN_PATH.findall(path)
+    found = frameworks.path_step().findall(path)  # checkpoint-N, global_stepN, iter_N, step=N ...
     return int(found[-1]) if found else None
 
 
@@ -586,7 +585,7 @@ def _epoch_from_path(path: str) -> int | None:
 def _classify_bar(desc: str, nested: bool) -> str:
     if not desc:
         return "eval" if nested else "train"
-    if _TORCHTUNE_DESC.match(desc) or _LIGHTNING_DESC.match(desc):
+    if any(b.rx.match(desc) for b in frameworks.bars()):  # Lightning's `Epoch N`, torchtune's `E|S|`
         return "train"
     for rx, kind in _BAR_TABLE:
         if rx.match(desc):
@@ -613,14 +612,16 @@ def _progress(sig: Signature, gd: dict[str, bytes], ev: LogEvent, nested: bool) 
     ev.bar = bar
     step = None
     if bar == "train":
-        tt = _TORCHTUNE_DESC.match(desc)
-        lt = _LIGHTNING_DESC.match(desc)
-        if tt:
-            ev.epoch, step = int(tt.group(1)) - 1, int(tt.group(2))
-        elif lt:
-            ev.epoch = int(lt.group(1))
-            pm = _POSTFIX_STEP.search(gd.get("info", b"").decode("utf-8", "replace"))
-            step = int(pm.group(1)) if pm else None
+        own = next(((b, m) for b in frameworks.bars() if (m := b.rx.match(desc))), None)
+        if own is not None:  # a framework's own bar: its description says the epoch (and the step)
+            b, m = own
+            if b.epoch_group is not None:
+                ev.epoch = int(m.group(b.epoch_group)) + b.epoch_offset
+            if b.step_group is not None:
+                step = int(m.group(b.step_group))
+            if b.step_from_postfix:
+                pm = _POSTFIX_STEP.search(gd.get("info", b"").decode("utf-8", "replace"))
+                step = int(pm.group(1)) if pm else step
         else:
             step = ev.count
             pm = _POSTFIX_STEP.search(gd.get("info", b"").decode("utf-8", "replace"))

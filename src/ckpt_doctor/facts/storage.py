@@ -157,6 +157,9 @@ def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope, prog: Program) -> Non
     dyn = DYNAMIC_RX.search(shown) or DYNAMIC_RX.search(cd.raw)
     if dyn:
         cd.dynamic = dyn.group(0)
+    elif resolved is None:
+        cd.dynamic = _dynamic_shell_var(word.unresolved, prog)
+        dyn = cd.dynamic
     if resolved is None or "<valueFrom>" in shown or "<fieldRef:" in shown:
         if not dyn:
             cd.unresolved = shown  # what cannot be resolved never fails a rule: the directory is unknown
@@ -174,6 +177,24 @@ def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope, prog: Program) -> Non
             value = posixpath.join(wd, value)
     cd.path = posixpath.normpath(value)
     _place(cd, spec, scope)
+
+
+def _dynamic_shell_var(names: tuple[str, ...], prog: Program, depth: int = 0) -> str | None:
+    """`NAME=value` when a variable the directory uses was assigned in the script from the time, the
+    pod name or the host name (`RUN_TAG="$(date …)"`, `H=$HOSTNAME`), directly or through another
+    such variable: the directory then differs on every start."""
+    sh = prog.shell
+    if sh is None or depth > 4:
+        return None
+    for name, word, _exported, _line in sh.assignments:
+        if name not in names:
+            continue
+        if DYNAMIC_RX.search(word.raw) or DYNAMIC_RX.search(word.partial):
+            return f"{name}={word.raw}"
+        inner = _dynamic_shell_var(word.unresolved, prog, depth + 1)
+        if inner:
+            return f"{name}={word.raw} ({inner})"
+    return None
 
 
 def _place(cd: CkptDir, spec: TrainerSpec, scope: Scope) -> None:

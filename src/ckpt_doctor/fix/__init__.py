@@ -119,6 +119,10 @@ def fix_result(result: LintResult, write: bool = True) -> FixOutcome:
         display = str(subject.get("file") or "")
         mf = files.get(display)
         at = f"{display}:{subject.get('line')}" if subject.get("line") else display or "?"
+        rendered = mf.rendered_by if mf is not None else result.manifests.rendered_by(display)
+        if rendered:  # what is judged is the rendered object; which source to edit is a judgement call
+            not_fixed.append(f"not fixed {rule_id} ({at}): linted as rendered by {rendered}; edit its sources")
+            continue
         if mf is None:
             not_fixed.append(f"not fixed {rule_id} ({at}): the object is not in one of the files (a built-in runtime?)")
             continue

@@ -160,6 +160,39 @@ def scan_live(
     return result
 
 
+def scan_cluster(
+    diagnoser: Diagnoser,
+    *,
+    namespace: str | None = None,
+    all_namespaces: bool = False,
+    selector: str | None = None,
+    context: str | None = None,
+    kubeconfig: str | None = None,
+    timeout: float = 15.0,
+    concurrency: int = 8,
+    log_bytes: int | None = None,
+    quiet: bool = True,
+) -> FleetResult:
+    """Connect like kubectl and scan the TrainJobs of `namespace` (else the context's), of every namespace
+    (`all_namespaces`), or those `selector` picks: what `diagnose -A | -n NS | -l SEL` and the faces that list
+    TrainJobs (the MCP server, the k8sgpt analyzer) read."""
+    from ckpt_doctor.facts.logs import HEAD_BYTES
+    from ckpt_doctor.sources.live import Progress, connect  # imports kubernetes: only on the live path
+    from ckpt_doctor.sources.live.fleet import FleetCollector, FleetScope
+
+    jobs = max(1, concurrency)
+    log_workers = 2
+    window = log_bytes or HEAD_BYTES
+    cluster = connect(namespace, context, kubeconfig, timeout, pool=jobs * log_workers + 8)
+    scope = FleetScope(namespace=None if all_namespaces else cluster.namespace, selector=selector)
+    prog = Progress(quiet=quiet)
+    try:
+        fleet = FleetCollector(cluster, scope, window, window, log_workers, workers=8, progress=prog)
+        return scan_live(fleet, diagnoser, workers=jobs, progress=prog)
+    finally:
+        prog.close()
+
+
 def scan_bundle(snap: Snapshot, diagnoser: Diagnoser, location: str = "") -> FleetResult:
     """Every TrainJob of one bundle, each judged as `diagnose --bundle B --trainjob NS/NAME` would."""
     result = FleetResult("bundle", location or snap.location, location=location or snap.location)

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from ckpt_doctor.engine.model import Finding
 from ckpt_doctor.engine.walk import Diagnosis
+from ckpt_doctor.facts.context import NEEDS_CLUSTER
 from ckpt_doctor.report.evidence import describe
 from ckpt_doctor.simulation import WORDS, simulated_meta
 
@@ -57,8 +58,14 @@ def build(diag: Diagnosis, verbose: bool = False) -> Text:
     if ne:
         out.append(f"\nNOT EVALUATED ({len(ne)})\n", "bold yellow")
         groups: dict[tuple[str, str], list[Finding]] = {}  # one line per rule and reason, however many objects
+        cluster: set[str] = set()  # lint: what only a cluster can show, one line with a count
         for n in ne:
+            if not verbose and n.result.reason == NEEDS_CLUSTER:
+                cluster.add(n.rule.id)
+                continue
             groups.setdefault((n.rule.id, str(n.result.reason)), []).append(n)
+        if cluster:
+            out.append(f"  {len(cluster)} rules need cluster evidence (pods, events, logs); -v lists them\n", "yellow")
         lines = list(groups.items())
         for (rid, reason), fs in lines if verbose else lines[:12]:
             where = f"{len(fs)} objects" if len(fs) > 1 else _subject(fs[0])

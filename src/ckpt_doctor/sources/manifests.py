@@ -13,6 +13,7 @@ cannot be read at all raises InputError (exit 3).
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -30,11 +31,21 @@ from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.snapshot import Gap, Obj, Origin, Snapshot
+from ckpt_doctor.sources.render import (
+    KUSTOMIZATION_FILES,
+    Patch,
+    Rendered,
+    RenderFailed,
+    find_tool,
+    helm_template,
+    is_chart,
+    kustomization_of,
+    kustomize,
+)
 from ckpt_doctor.yamlio import MAX_EXPANDED_NODES, expanded_size, flatten_objects
 
 SUFFIXES = (".yaml", ".yml", ".json")
 MAX_FILE = 64 * 1024 * 1024
-KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 STDIN = "-"
 STDIN_DISPLAY = "<stdin>"
 # `<your-namespace>`, `<PVC_NAME>`, `<bucket name>`: a value the user is meant to fill in.
@@ -49,7 +60,8 @@ class Note:
     file: str
     message: str
     line: int | None = None
-    kind: str = "skipped"  # skipped | template | placeholder | duplicate | kustomize | assumed | version
+    # skipped | template | placeholder | duplicate | kustomize | assumed | version | renderer | rendered
+    kind: str = "skipped"
 
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
@@ -76,6 +88,7 @@ class ManifestFile:
     text: str
     objects: list[Obj] = field(default_factory=list)
     utf8: bool = True  # False when bytes had to be replaced to read it (then --fix must not rewrite it)
+    rendered_by: str | None = None  # "kubectl kustomize DIR" / "helm template DIR": its objects are as rendered
 
 
 @dataclass
@@ -90,6 +103,8 @@ class ManifestSet:
     overrides: dict[Path, str] = field(default_factory=dict)
     nodes: dict[int, Any] = field(default_factory=dict)  # id(Obj) -> its round-trip node
     file_of_obj: dict[int, ManifestFile] = field(default_factory=dict)
+    patches: dict[int, list[tuple[str, Patch]]] = field(default_factory=dict)  # id(Obj) -> (display, patch)
+    patch_texts: dict[str, str] = field(default_factory=dict)  # display -> text of a patch file cited
 
     def node_of(self, obj: Obj) -> Any:
         return self.nodes.get(id(obj))
@@ -115,10 +130,37 @@ class ManifestSet:
                 return o
         return None
 
+    def rendered_by(self, display: str) -> str | None:
+        """How a cited file's objects were rendered (a source or a patch of a rendered folder), if they were."""
+        for mf in self.files:
+            if mf.display == display and mf.rendered_by:
+                return mf.rendered_by
+        if display in self.patch_texts:
+            return next((mf.rendered_by for mf in self.files if mf.rendered_by), "a renderer")
+        return None
+
+    def patch_line(self, obj: Obj, path: str) -> tuple[str, int | None] | None:
+        """The patch file (and line) that set or removed field `path` of a rendered object, if one did."""
+        for display, patch in self.patches.get(id(obj), []):
+            for op_path, line in patch.ops:
+                if _related(op_path, path):
+                    return display, line
+            if patch.node is not None:
+                res = resolve_path(patch.node, path)
+                if res.complete and res.depth > 2:
+                    return display, res.line
+        return None
+
     def note(self, file: str, message: str, line: int | None = None, kind: str = "skipped") -> None:
         n = Note(file, message, line, kind)
         if n not in self.notes:
             self.notes.append(n)
+
+
+def _related(a: str, b: str) -> bool:
+    """One field path is the other, or inside it (`x.labels` and `x.labels[k]`)."""
+    short, long = sorted((a, b), key=len)
+    return a == b or (len(long) > len(short) and long.startswith(short) and long[len(short)] in ".[")
 
 
 def rt_yaml() -> YAML:
@@ -205,6 +247,8 @@ def load_manifests(
         if not p.exists():
             raise InputError("no such file or directory", str(arg))
         if p.is_dir():
+            if _render_folder(mset, p, str(arg)):
+                continue
             for f, display in _walk(mset, p, str(arg)):
                 if f.resolve() not in seen:
                     seen.add(f.resolve())
@@ -214,6 +258,89 @@ def load_manifests(
                 seen.add(p.resolve())
                 _read_file(mset, p, str(arg), explicit=True)
     return mset
+
+
+def _render_folder(mset: ManifestSet, folder: Path, display: str) -> bool:
+    """Lint a Kustomize folder or a Helm chart as it will be applied, when its renderer is on PATH.
+
+    False when the folder is neither, or cannot be rendered (then it is read as written, and a
+    note says why)."""
+    kfile = kustomization_of(folder)
+    chart = kfile is None and is_chart(folder)
+    if kfile is None and not chart:
+        return False
+    tool = "kubectl" if kfile is not None else "helm"
+    how = f"kubectl kustomize {display}" if kfile is not None else f"helm template {display}"
+    exe = find_tool(tool)
+    if exe is None:
+        what = (
+            "the Kustomize folder is linted as written: its patches, name prefixes and generators are not applied"
+            if kfile is not None
+            else "the Helm chart is not rendered, and its templates are skipped"
+        )
+        mset.note(
+            display,
+            f"renderer missing: {tool} is not on PATH, so {what} "
+            f"(install {tool}, or pipe `{how} | ckpt-doctor lint -`)",
+            kind="renderer",
+        )
+        return False
+    try:
+        rendered = kustomize(exe, folder) if kfile is not None else helm_template(exe, folder)
+    except RenderFailed as e:
+        mset.note(display, f"{how} failed ({e}); linted as written instead", kind="renderer")
+        return False
+    root = folder.resolve()
+    files: dict[Path, ManifestFile] = {}
+    for r in rendered:
+        mf, node = _source_of(mset, r, root, display, files, how)
+        obj = _add_object(mset, mf, r.node, node, r.template_line)
+        if obj is not None and r.patches:
+            mset.patches[id(obj)] = [(_shown(p.file, root, display), p) for p in r.patches]
+            for p in r.patches:
+                mset.patch_texts.setdefault(_shown(p.file, root, display), p.text)
+    mset.files += [mf for mf in files.values() if mf.objects]
+    count = sum(len(mf.objects) for mf in files.values())
+    mset.note(display, f"rendered with {how}: {count} object(s), cited in the files they come from", kind="rendered")
+    return True
+
+
+def _shown(f: Path, root: Path, display: str) -> str:
+    try:
+        return _display(display, root, f)
+    except ValueError:
+        return os.path.normpath(os.path.join(display, os.path.relpath(f, root)))
+
+
+def _source_of(
+    mset: ManifestSet, r: Rendered, root: Path, display: str, files: dict[Path, ManifestFile], how: str
+) -> tuple[ManifestFile, Any]:
+    """The ManifestFile a rendered object is cited in, and the document in it that declared the object."""
+    src = r.source
+    key = src if src is not None else root
+    mf = files.get(key)
+    if mf is None:
+        text = ""
+        if src is not None:
+            try:
+                text = src.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+        mf = ManifestFile(_shown(src, root, display) if src is not None else display, src, text, rendered_by=how)
+        files[key] = mf
+    if src is None or src.suffix.lower() not in SUFFIXES or not mf.text or TEMPLATE_RX.search(mf.text):
+        return mf, None
+    try:
+        docs = [d for d in rt_yaml().load_all(mf.text) if isinstance(d, dict)]
+    except (YAMLError, RecursionError, ValueError, TypeError):
+        return mf, None
+    kind = str(r.node.get("kind") or "")
+    name = str((r.node.get("metadata") or {}).get("name") or "")
+    same = [d for node in docs for d in flatten_objects(node) if isinstance(d, dict) and d.get("kind") == kind]
+    if len(same) == 1:
+        return mf, same[0]
+    named = [d for d in same if str((d.get("metadata") or {}).get("name") or "") in name]
+    return mf, max(named, key=lambda d: len(str((d.get("metadata") or {}).get("name") or "")), default=None)
 
 
 def _display(root_display: str, root: Path, f: Path) -> str:
@@ -383,27 +510,33 @@ def _read_text(mset: ManifestSet, mf: ManifestFile) -> None:
         _add_object(mset, mf, node)
 
 
-def _add_object(mset: ManifestSet, mf: ManifestFile, node: Any) -> None:
+def _add_object(
+    mset: ManifestSet, mf: ManifestFile, node: Any, source: Any = "same", line: int | None = None
+) -> Obj | None:
+    """Add the object of round-trip `node`; `source` is the node in mf whose lines it is cited at
+    (a rendered object: the document that declared it, or None when there is none to point into)."""
     raw = plain(node)
-    obj = Obj(raw, Origin(mf.display, node_line(node)))
+    src = node if source == "same" else source
+    obj = Obj(raw, Origin(mf.display, node_line(src) if src is not None else line))
     if obj.kind == "Kustomization" or obj.api_version.startswith("kustomize.config.k8s.io"):
         mset.note(mf.display, "a Kustomize file, not a cluster object; skipped", obj.origin.line, kind="kustomize")
-        return
+        return None
     if not obj.name and not obj.meta.get("generateName"):
         mset.note(mf.display, f"{obj.kind} without metadata.name; skipped", obj.origin.line)
-        return
+        return None
     dup = next(
         (o for o in mset.snapshot.of_kind(obj.kind) if o.name == obj.name and o.namespace == obj.namespace), None
     )
     if dup is not None:
         first = f"{dup.origin.file}:{dup.origin.line}" if dup.origin else dup.ref()
         mset.note(mf.display, f"{obj.ref()} is defined twice; using the first ({first})", obj.origin.line, "duplicate")
-        return
+        return None
     mset.snapshot.add(obj)
-    mset.nodes[id(obj)] = node
+    if src is not None:
+        mset.nodes[id(obj)] = src
     mset.file_of_obj[id(obj)] = mf
     mf.objects.append(obj)
-    for line, text, path in _placeholders(node):
+    for line, text, path in _placeholders(src if src is not None else {}):
         mset.placeholders.append(Placeholder(mf.display, line, text, obj.ref(), path))
         mset.note(
             mf.display,
@@ -412,6 +545,7 @@ def _add_object(mset: ManifestSet, mf: ManifestFile, node: Any) -> None:
             line,
             kind="placeholder",
         )
+    return obj
 
 
 def _placeholders(node: Any, path: str = "") -> Iterator[tuple[int, str, str]]:

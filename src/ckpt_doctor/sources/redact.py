@@ -37,11 +37,22 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import re2
 
-from ckpt_doctor.errors import InputError
+from ckpt_doctor.errors import UsageError
 from ckpt_doctor.snapshot import Gap, LogRef, Snapshot
+from ckpt_doctor.sources.redact_grammar import TOOLS, tool_name
 from ckpt_doctor.sources.redact_names import ambiguous_name, credential_position, looks_secret, sensitive_name
+from ckpt_doctor.sources.redact_python import python_spans
 from ckpt_doctor.sources.redact_shapes import MARK as _BMARK
-from ckpt_doctor.sources.redact_shapes import SHAPES, TRIGGERS, Context, Shape, harmless, login_spans, triggered
+from ckpt_doctor.sources.redact_shapes import (
+    SHAPES,
+    TRIGGERS,
+    Context,
+    Shape,
+    command_spans,
+    harmless,
+    triggered,
+    wrapped_end,
+)
 
 if TYPE_CHECKING:
     from ckpt_doctor.engine.walk import Diagnosis
@@ -60,10 +71,20 @@ __all__ = [
 
 MARK = "<redacted"
 MIN_KNOWN = 8  # shorter credentials are redacted where they stand, not searched for everywhere
+UNWRAPPED = frozenset({"private-key", "next-line", "xml", "pgpass"})  # kinds whose end is never a wrapped line's
+
+
+_KNOWN_OPTIONS = re2.Options()
+_KNOWN_OPTIONS.encoding = re2.Options.Encoding.LATIN1
+_KNOWN_OPTIONS.log_errors = False
+_KNOWN_OPTIONS.max_mem = 64 << 20
 
 
 def marker(kind: str) -> str:
     return f"<redacted:{kind}>"
+
+
+_BTRIGGERS = frozenset(t.encode() for t in TRIGGERS)
 
 
 def _bmarker(kind: str) -> bytes:
@@ -71,12 +92,17 @@ def _bmarker(kind: str) -> bytes:
 
 
 def _custom(i: int, pattern: str) -> Shape:
+    opts = re2.Options()
+    opts.log_errors = False  # RE2 would print the pattern, a secret maybe, on the terminal
     try:
-        compiled = re2.compile(pattern.encode("utf-8"))
+        compiled = re2.compile(pattern.encode("utf-8"), opts)
     except re2.error as e:
-        raise InputError(
-            f"--redact-pattern #{i + 1} {pattern!r} is not a valid regular expression (RE2 syntax: no look-around "
-            f"or backreferences): {e}"
+        raw = e.args[0] if e.args else b""
+        why = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        why = why.split(": ", 1)[0] or "not accepted"  # what follows is the piece of the pattern it choked on
+        raise UsageError(
+            f"--redact-pattern #{i + 1} is not a valid RE2 pattern: {why} (RE2 has no look-around or "
+            "backreferences; the pattern is not repeated: it may hold what it hides)"
         ) from None
     group = 1 if compiled.groups else 0
 
@@ -114,6 +140,8 @@ class Redactor:
         self.extra: list[Shape] = [_custom(i, p) for i, p in enumerate(extra_patterns)]
         self.counts: Counter[str] = Counter()
         self.known: set[bytes] = set()
+        self._known_pattern: Any = None
+        self._known_size = 0
         self._lock = threading.Lock()
 
     @property
@@ -176,6 +204,8 @@ class Redactor:
             s, e = hit[0], hit[1]
             if s < pos or e <= s or data.startswith(_BMARK, s):
                 continue
+            if len(hit) == 2 and shape.kind not in UNWRAPPED:
+                e = wrapped_end(data, s, e)  # a token the line's width cut in two: its rest is on the next line
             parts.append(data[pos:s])
             rep = hit[2] if len(hit) == 3 else mark  # type: ignore[misc]
             lost = data.count(b"\n", s, e) - rep.count(b"\n")
@@ -188,16 +218,28 @@ class Redactor:
         parts.append(data[pos:])
         return b"".join(parts), n
 
-    def _scrub_known(self, data: bytes) -> tuple[bytes, int]:
-        n = 0
+    def _known_rx(self) -> Any:
+        """One RE2 alternation of every known value, longest first (rebuilt when a value is learned): one pass over
+        a text finds them all, however many were learned."""
         with self._lock:
-            known = sorted(self.known, key=len, reverse=True)
-        for k in known:
-            if k in data:
-                c = data.count(k)
-                data = data.replace(k, _bmarker("known") + b"\n" * k.count(b"\n"))
-                n += c
-        return data, n
+            if self._known_pattern is None or self._known_size != len(self.known):
+                alts = b"|".join(re2.escape(k) for k in sorted(self.known, key=len, reverse=True))
+                self._known_pattern = re2.compile(alts, _KNOWN_OPTIONS)
+                self._known_size = len(self.known)
+            return self._known_pattern
+
+    def _scrub_known(self, data: bytes) -> tuple[bytes, int]:
+        parts: list[bytes] = []
+        pos = n = 0
+        for m in self._known_rx().finditer(data):
+            s, e = m.span()
+            parts += [data[pos:s], _bmarker("known") + b"\n" * data.count(b"\n", s, e)]
+            pos = e
+            n += 1
+        if not n:
+            return data, 0
+        parts.append(data[pos:])
+        return b"".join(parts), n
 
     # -- objects ----------------------------------------------------------------------------------------
     def obj(self, value: Any) -> Any:
@@ -241,8 +283,12 @@ class Redactor:
         env_name = name if isinstance(name, str) and "value" in d else None
         holds_secret = any(isinstance(k, str) and isinstance(v, str) and sensitive_name(k) for k, v in d.items())
         files = key in ("data", "binaryData", "stringData")
+        argv = self._argv_secrets(d)
         out: dict[str, Any] = {}
         for k, v in d.items():
+            if k in argv:
+                out[k] = self._list(v, argv[k])
+                continue
             if k == "value" and env_name is not None and isinstance(v, str):
                 if v and credential_position(env_name, v) and not self._harmless(v):
                     out[k] = self._by_name("env", v)
@@ -253,13 +299,30 @@ class Redactor:
             if is_id and v and not self._harmless(v):
                 out[k] = self._by_name("credential-json", v)
                 continue
+            if files and isinstance(k, str) and k.endswith(".py") and isinstance(v, str):
+                out[k] = self._python(v)  # Python source: parsed, then read as text
+                continue
             kk = k if isinstance(k, str) and not (files and _file_like(k)) else None
             out[k] = self._value(v, kk, key)
         return out
 
-    def _list(self, items: list[Any]) -> list[Any]:
+    def _argv_secrets(self, d: dict[str, Any]) -> dict[str, dict[int, tuple[int, int]]]:
+        """A container's `command` and `args` are one command line (`command: [sshpass]`, `args: [-p, X, …]`):
+        the secrets of each list, judged on the two together."""
+        cmd, args = d.get("command"), d.get("args")
+        if not (isinstance(cmd, list) and isinstance(args, list) and cmd and args):
+            return {}
+        found = self._list_secrets(cmd + args)
+        n = len(cmd)
+        return {
+            "command": {i: v for i, v in found.items() if i < n},
+            "args": {i - n: v for i, v in found.items() if i >= n} | self._list_secrets(args),
+        }
+
+    def _list(self, items: list[Any], secret_at: dict[int, tuple[int, int]] | None = None) -> list[Any]:
         out = [None] * len(items)
-        secret_at = self._list_secrets(items)
+        if secret_at is None:
+            secret_at = self._list_secrets(items)
         for i, item in enumerate(items):
             hit = secret_at.get(i)
             if hit is None:
@@ -274,20 +337,15 @@ class Redactor:
         return out
 
     def _list_secrets(self, items: list[Any]) -> dict[int, tuple[int, int]]:
-        """Which items of an argument list are secrets: a flag's value, a login command's credential."""
+        """Which items of an argument list are secrets: by the command's grammar (a login's credential, `sshpass -p
+        X`, `mc alias set … KEY SECRET`), and a flag's value whose name reads as a credential."""
         found: dict[int, tuple[int, int]] = {}
         strs = [i for i, x in enumerate(items) if isinstance(x, str)]
         if len(strs) < 2:
             return found
-        for i, j in itertools.pairwise(strs):
-            flag, nxt = items[i], items[j]
-            if j != i + 1 or not flag.startswith("-") or "=" in flag or not nxt or nxt.startswith(("-", MARK)):
-                continue
-            if not self._harmless(nxt) and credential_position(flag, nxt):
-                found[j] = (0, -1)
-        if any(isinstance(x, str) and x.lower() in TRIGGERS for x in items):
-            words = [x.encode("utf-8", "surrogatepass") if isinstance(x, str) else b"" for x in items]
-            for hit in login_spans(words):
+        words = [x.encode("utf-8", "surrogatepass") if isinstance(x, str) else b"" for x in items]
+        if any(w.lower() in _BTRIGGERS or tool_name(w) in TOOLS for w in words):
+            for hit in command_spans(words)[0]:
                 if isinstance(hit, int):
                     found.setdefault(hit, (0, -1))
                 else:
@@ -295,7 +353,36 @@ class Redactor:
                     w = words[idx]
                     start, end = len(w[:a].decode("utf-8", "replace")), len(w[:b].decode("utf-8", "replace"))
                     found.setdefault(idx, (start, end))
+        for i, j in itertools.pairwise(strs):
+            flag, nxt = items[i], items[j]
+            if i in found or j != i + 1 or not flag.startswith("-") or "=" in flag:
+                continue  # `-pSECRET`: the secret is in the flag, not a name
+            if not nxt or nxt.startswith(("-", MARK)):
+                continue
+            if not self._harmless(nxt) and credential_position(flag, nxt):
+                found.setdefault(j, (0, -1))
         return found
+
+    def _python_literals(self, src: str) -> list[tuple[int, int]]:
+        data = src.encode("utf-8", "surrogatepass")
+        return [(a, b) for a, b in python_spans(src) if not harmless(data[a:b])]
+
+    def _python(self, src: str) -> str:
+        """Python source with the string literals that hold credentials (by `ast`) replaced, then as text."""
+        spans = self._python_literals(src)
+        if spans:
+            data = src.encode("utf-8", "surrogatepass")
+            parts: list[bytes] = []
+            pos = 0
+            for a, b in spans:
+                if a < pos or data.startswith(_BMARK, a):
+                    continue
+                self._remember(data[a:b].decode("utf-8", "surrogatepass"))
+                parts += [data[pos:a], _bmarker("python-call")]
+                pos = b
+                self._add("python-call")
+            src = (b"".join(parts) + data[pos:]).decode("utf-8", "surrogatepass")
+        return self.text(src)
 
     def _string(self, s: str) -> str:
         t = s.strip()
@@ -321,22 +408,28 @@ class Redactor:
             if isinstance(name, str) and isinstance(v.get("value"), str) and credential_position(name, v["value"]):
                 self._remember(v["value"])
             files = key in ("data", "binaryData", "stringData")
+            for k, found in self._argv_secrets(v).items():
+                self._learn_found(v[k], found)
             for k, x in v.items():
-                if isinstance(x, str):
+                if files and isinstance(k, str) and k.endswith(".py") and isinstance(x, str):
+                    data = x.encode("utf-8", "surrogatepass")
+                    for a, b in self._python_literals(x):
+                        self._remember(data[a:b].decode("utf-8", "surrogatepass"))
+                elif isinstance(x, str):
                     named = isinstance(k, str) and k != "value" and not (files and _file_like(k))
                     if named and x and credential_position(k, x) and not self._harmless(x):
                         self._remember(x)
                 else:
                     self._learn(x, k if isinstance(k, str) else None, key, depth + 1)
         elif isinstance(v, list):
-            for i, j in self._list_secrets(v).items():
-                if j == (0, -1):
-                    self._remember(v[i])
-                else:
-                    self._remember(v[i][j[0] : j[1]])
+            self._learn_found(v, self._list_secrets(v))
             for x in v:
                 if isinstance(x, dict | list):
                     self._learn(x, None, key, depth + 1)
+
+    def _learn_found(self, v: list[Any], found: dict[int, tuple[int, int]]) -> None:
+        for i, j in found.items():
+            self._remember(v[i] if j == (0, -1) else v[i][j[0] : j[1]])
 
     # -- a whole snapshot -------------------------------------------------------------------------------
     def snapshot(self, snap: Snapshot) -> Snapshot:

@@ -388,13 +388,25 @@ def entropy(s: str) -> float:
 _NOT_SECRET_SHAPE = re2.compile(r"(?:[/~.]|[a-z][a-z0-9+.-]*://).*|[\w-]+(?:\.[\w-]+)+|\d+(?:\.\d+)*")
 
 
+_PATH_PART = re2.compile(r"\d+|[A-Z]?[a-z]+|[A-Z]+|[A-Za-z0-9]{1,3}")
+_PATH_SEPARATORS = re2.compile(r"[/._\-]+")
+
+
+_PATTERN_CHARS = frozenset("[](){}*?^$|\\")
+
+
+def _wordy_path(v: str) -> bool:
+    """A relative path of words and numbers (`run/checkpoint-100/optimizer.pt`, an S3 key), not a base64 run."""
+    return "/" in v and all(_PATH_PART.fullmatch(p) for p in _PATH_SEPARATORS.split(v) if p)
+
+
 def looks_secret(value: str) -> bool:
     """A high-entropy token: long, no spaces, letters and digits mixed, not a path, URL, host name or version."""
     v = value.strip("\"'")
     if len(v) < 12 or len(v) > 8192 or any(c.isspace() for c in v):
         return False
-    if _NOT_SECRET_SHAPE.fullmatch(v):
-        return False
+    if _NOT_SECRET_SHAPE.fullmatch(v) or _wordy_path(v) or any(c in _PATTERN_CHARS for c in v):
+        return False  # a path, a host, a version, a pattern (`[A-Za-z0-9]([-A-Za-z0-9_./]*)?`)
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v)))
     if classes < 2 or not any(c.isdigit() for c in v):
         return False

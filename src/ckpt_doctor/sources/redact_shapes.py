@@ -29,6 +29,7 @@ import base64
 import binascii
 import bisect
 import itertools
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -36,12 +37,14 @@ from urllib.parse import quote_from_bytes, unquote_to_bytes
 
 import re2
 
-from ckpt_doctor.sources.redact_names import credential_position, looks_secret, sensitive_name
+from ckpt_doctor.sources import redact_grammar as grammar
+from ckpt_doctor.sources.redact_names import ambiguous_name, credential_position, looks_secret, sensitive_name
 
 MARK = b"<redacted"
 
 _LATIN1 = re2.Options()
 _LATIN1.encoding = re2.Options.Encoding.LATIN1
+_LATIN1.log_errors = False  # a third-party library never writes to the terminal
 
 
 def rx(pattern: str) -> Any:
@@ -77,7 +80,7 @@ class Shape:
 
 _HARMLESS = rx(
     r"(?i)(?:true|false|yes|no|on|off|null|none|nil|undefined|\d{1,6}|\*+|x+|\.\.\.|<[^>]*>|"
-    r"\$[A-Za-z_][\w.]*|\$\{[^}]*\}|\$\([^)]*\)|\{\{.*\}\}|%\([\w.]+\)s|redacted|changeme|required|optional|"
+    r"\$[A-Za-z_][\w.]*|\$\{[^}]*\}|\$\([^)]*\)|env:[A-Za-z_]\w*|file:/\S*|fd:\d+|\{\{.*\}\}|%\([\w.]+\)s|redacted|changeme|required|optional|"
     r"os\.environ|os\.getenv|env|environ|stdin|-|enabled?|disabled?|always|never|auto|default|basic|bearer|token|"
     r"password|kerberos|ldap|oauth2?|oidc|sso|iam|saml|mtls|tls|insecure|anonymous|digest|negotiate|ntlm|hawk|ssws|"
     r"sharedkey|apikey|aws4-hmac-sha256)"
@@ -246,24 +249,18 @@ _NETRC = _group(_NETRC_RX)
 _NETRC_LINE_RX = rx(r"(?im)^[ \t]*(?:password|passwd)[ \t]+(\S+)[ \t]*$")
 _NETRC_LINE = _group(_NETRC_LINE_RX)
 
-# -- login and auth commands ---------------------------------------------------------------------------------
+# -- login and auth commands, and credentials a command's grammar gives ------------------------------------
 
-# tools that take a password on their command line without a login word
-PASSWORD_TOOLS: dict[str, frozenset[str]] = {
-    "sshpass": frozenset({"p"}),
-    "mysql": frozenset({"p"}),
-    "mariadb": frozenset({"p"}),
-    "mysqldump": frozenset({"p"}),
-    "mysqladmin": frozenset({"p"}),
-    "redis-cli": frozenset({"a"}),
-    "twine": frozenset({"p"}),
-    "curl": frozenset({"u"}),
-    "wget": frozenset(),
-}
 _LOGIN_LINE = rx(
-    r"(?im)^[^\r\n]*?\b(?:login|auth|authtoken|add-authtoken|set-credentials|(?:config|configure)[ \t]+set|"
-    + "|".join(t.replace("-", r"\-") for t in PASSWORD_TOOLS)
-    + r")\b[^\r\n]*"
+    r"(?im)^[^\r\n]*?(?:\b(?:login|auth|authtoken|add-authtoken|set-credentials|(?:config|configure)[ \t]+set)\b|"
+    r"(?:^|[\s\"'/;&|(`=])(?:"
+    + "|".join(re2.escape(t) for t in sorted(grammar.TOOLS, key=len, reverse=True))
+    + r")(?:$|[\s\"';&|)`]))[^\r\n]*"
+)
+_LOGIN_TRIGGER = (
+    rb"(?i)(?:login|auth|set|"
+    + b"|".join(re2.escape(t.encode()) for t in sorted(grammar.TOOLS, key=len, reverse=True))
+    + rb")"
 )
 TRIGGERS = frozenset({"login", "auth", "authtoken", "add-authtoken", "set-credentials"})
 _BTRIGGERS = frozenset(t.encode() for t in TRIGGERS)
@@ -271,9 +268,9 @@ _BTRIGGERS = frozenset(t.encode() for t in TRIGGERS)
 POSITIONAL_TOOLS = frozenset({"wandb", "vault", "ngrok", "comet", "neptune", "replicate", "modal", "kaggle"})
 # short flags that carry a password or token after a login/auth word
 SECRET_SHORT = frozenset({"p", "t"})
-_BWRAPPERS = frozenset({b"sudo", b"exec", b"env", b"command", b"time", b"nohup", b"!", b"then", b"do", b"else"})
 _SEPARATORS = (b"&&", b"||", b";", b"|", b"&", b"(", b")", b"`", b"\\n", b"$(")
 _NOT_SECRET_ARG = rx(r"(?i)(?:[a-z][a-z0-9+.\-]*://.*|[/~.].*)")
+MAX_NESTING = 3  # quoted commands inside quoted commands (`sh -c "sudo -u x sh -c '…'"`), looked into this deep
 
 
 def split_command(data: bytes, start: int = 0, end: int | None = None) -> list[tuple[list[Span], bytes]]:
@@ -318,16 +315,11 @@ def split_command(data: bytes, start: int = 0, end: int | None = None) -> list[t
 
 
 _STDIN_FLAGS = (b"--password-stdin", b"--with-token", b"--token-stdin", b"--stdin", b"--api-key-stdin")
-_ECHO = frozenset({b"echo", b"printf"})
 
 
-def _piped_secret(words: list[bytes], sep: bytes, nxt: list[bytes] | None) -> list[int]:
-    """`echo SECRET | docker login --password-stdin`: the words echoed into a login that reads stdin."""
-    if sep != b"|" or not nxt or not words or words[0].lower() not in _ECHO:
-        return []
-    if not any(w.split(b"=", 1)[0] in _STDIN_FLAGS for w in nxt):
-        return []
-    return [i for i, w in enumerate(words[1:], 1) if not w.startswith(b"-") and not harmless(w)]
+def _reads_stdin_flag(words: list[bytes]) -> bool:
+    """A login that reads its secret from stdin, whatever the tool (`gh auth login --with-token`)."""
+    return any(w.split(b"=", 1)[0] in _STDIN_FLAGS for w in words)
 
 
 def _unquote(b: bytes) -> tuple[bytes, int]:
@@ -337,66 +329,52 @@ def _unquote(b: bytes) -> tuple[bytes, int]:
     return b, 0
 
 
-Hit = int | tuple[int, int, int]  # a word's index, or (index, start, end) for part of one
+Hit = grammar.Hit
 
 
-def _trigger(lowered: list[bytes]) -> tuple[int, frozenset[str]] | None:
-    """Where the login word (or a password-taking tool) is, and which short flags carry a secret after it."""
+def _trigger(lowered: list[bytes]) -> int | None:
+    """Where the login word is (`docker login`, `hf auth login`, `aws configure set`)."""
     for i, w in enumerate(lowered):
-        base = w.rsplit(b"/", 1)[-1].decode("latin-1")
-        if base in PASSWORD_TOOLS and (i == 0 or lowered[i - 1] in _BWRAPPERS or b"=" in lowered[i - 1]):
-            return i, PASSWORD_TOOLS[base]
         if w in _BTRIGGERS or (w == b"set" and i and lowered[i - 1] in (b"config", b"configure")):
-            return i, SECRET_SHORT
+            return i
     return None
 
 
-def _flag(words: list[bytes], j: int, shorts: frozenset[str], tool: str, out: list[Hit]) -> int:
-    """Judge the flag at `j` (appending its secret to `out`); returns how many words it used."""
+def _flag(words: list[bytes], j: int, out: list[Hit]) -> int:
+    """Judge the flag at `j` after a login word (appending its secret to `out`); returns how many words it used."""
     w = words[j]
     flag, eq, val = w.partition(b"=")
     name = _name(flag.lstrip(b"-"))
     short = not flag.startswith(b"--")
     if eq:
-        secret = (short and name in shorts) or credential_position(name, _name(val))
+        secret = (short and name in SECRET_SHORT) or credential_position(name, _name(val))
         if secret and not harmless(val):
             inner, q = _unquote(val)
             off = len(flag) + 1 + q
             out.append((j, off, off + len(inner)))
         return 1
-    if short and len(name) > 1 and name[0] in shorts and not name[1:].isdigit() and tool != "curl":
-        out.append((j, 2, len(w)))  # mysql -pSECRET, redis-cli -aSECRET
-        return 1
-    takes = (short and name in shorts) or sensitive_name(name) or name == "user"
+    takes = (short and name in SECRET_SHORT) or sensitive_name(name)
     if not takes or j + 1 >= len(words) or words[j + 1].startswith(b"-"):
         return 1
-    nxt = words[j + 1]
-    if name in ("u", "user"):  # curl -u user:password: the part after the colon
-        if tool == "curl" and b":" in nxt and not harmless(nxt.partition(b":")[2]):
-            out.append((j + 1, nxt.index(b":") + 1, len(nxt)))
-    elif not harmless(nxt):
+    if not harmless(words[j + 1]):
         out.append(j + 1)
     return 2
 
 
 def login_spans(words: list[bytes]) -> list[Hit]:
-    """Which words of one command (as bytes) are secrets: an index, or (index, start, end) for part of one."""
+    """Which words of one command (as bytes) are secrets after a login word: an index, or (index, start, end)."""
     lowered = [w.lower() for w in words]
-    found = _trigger(lowered)
-    if found is None:
+    trig = _trigger(lowered)
+    if trig is None:
         return []
-    trig, shorts = found
-    k = 0
-    while k < trig and ((b"=" in words[k] and not words[k].startswith(b"-")) or lowered[k] in _BWRAPPERS):
-        k += 1  # FOO=bar sudo docker login ...
-    tool = lowered[k].rsplit(b"/", 1)[-1].decode("latin-1") if k < len(words) else ""
-    by_tool = tool in PASSWORD_TOOLS and trig == k and lowered[trig] not in _BTRIGGERS
+    start = grammar.command_start(words)
+    tool = grammar.tool_name(words[start]) if start < len(words) else ""
     out: list[Hit] = []
     positional: list[int] = []
     j = trig + 1
     while j < len(words):
         if words[j].startswith(b"-") and len(words[j]) > 1:
-            j += _flag(words, j, shorts, tool, out)
+            j += _flag(words, j, out)
             continue
         positional.append(j)
         j += 1
@@ -404,8 +382,6 @@ def login_spans(words: list[bytes]) -> list[Hit]:
         for a, b in itertools.pairwise(positional):
             if b == a + 1 and credential_position(_name(words[a]), _name(words[b])) and not harmless(words[b]):
                 out.append(b)
-        return out
-    if by_tool:
         return out
     by_position = tool in POSITIONAL_TOOLS or lowered[trig] in (b"authtoken", b"add-authtoken")
     for p in positional:
@@ -418,26 +394,55 @@ def login_spans(words: list[bytes]) -> list[Hit]:
     return out
 
 
+def command_spans(words: list[bytes]) -> tuple[list[Hit], bool]:
+    """The credentials of one simple command: after a login word, and by its tool's grammar (redact_grammar); and
+    whether the command reads a password on stdin (what an `echo` pipes into it is one)."""
+    hits, stdin = grammar.grammar_spans(words, harmless)
+    if any(w.lower() in _BTRIGGERS or w.lower() == b"set" for w in words):
+        hits = hits + login_spans(words)
+    return hits, stdin or _reads_stdin_flag(words)
+
+
 def _login(data: bytes, ctx: Context) -> Iterator[Span]:
     for m in _LOGIN_LINE.finditer(data):
-        cmds = split_command(data, *m.span())
-        texts = [[data[s:e] for s, e in spans] for spans, _ in cmds]
-        for k, (spans, sep) in enumerate(cmds):
-            words = texts[k]
-            hits: list[Hit] = list(login_spans(words))
-            hits += _piped_secret(words, sep, texts[k + 1] if k + 1 < len(texts) else None)
-            for hit in sorted(hits, key=lambda h: h if isinstance(h, int) else h[0]):
-                if isinstance(hit, int):
-                    yield spans[hit]
-                else:
-                    i, a, b = hit
-                    yield spans[i][0] + a, spans[i][0] + b
+        yield from sorted(set(_line_commands(data, *m.span(), 0)))
+
+
+def _line_commands(data: bytes, start: int, end: int, depth: int) -> list[Span]:
+    """The credentials of the commands in data[start:end], and of the commands quoted in them (`sh -c "…"`)."""
+    out: list[Span] = []
+    cmds = split_command(data, start, end)
+    texts = [[data[s:e] for s, e in spans] for spans, _ in cmds]
+    reads = [command_spans(words) for words in texts]
+    for k, (spans, sep) in enumerate(cmds):
+        words = texts[k]
+        hits: list[Hit] = list(reads[k][0])
+        if sep == b"|" and k + 1 < len(reads) and reads[k + 1][1]:
+            hits += grammar.echoed(words, harmless)  # echo SECRET | sudo -S …, | docker login --password-stdin
+        whole = {h for h in hits if isinstance(h, int)}
+        for hit in hits:
+            if isinstance(hit, int):
+                out.append(spans[hit])
+            else:
+                i, a, b = hit
+                out.append((spans[i][0] + a, spans[i][0] + b))
+        if depth >= MAX_NESTING:
+            continue
+        for i, ((s, e), w) in enumerate(zip(spans, words, strict=True)):
+            quoted = s > start and data[s - 1 : s] in (b'"', b"'")
+            if quoted and i not in whole and (b" " in w or b"\t" in w):
+                out += _line_commands(data, s, e, depth + 1)  # sh -c "…", an event quoting `exec of "…"`
+    return out
 
 
 # -- flags and assignments -------------------------------------------------------------------------------------
 
 _STEMS = r"(?:pass|pwd|secret|token|key|cred|auth|cookie|session|private|sas|dsn|sig|pat|pw|pin|otp)"
-_VALUE = r"(?:\"((?:[^\"\\\r\n]|\\.)*)\"|'([^'\r\n]*)'|([^\s\"',;&|<>{}()\[\]`=][^\s\"',;&|<>{}()\[\]`]*))"
+# a value: double-quoted, single-quoted (either with a Python string prefix: `b'…'`, botocore's headers), or bare
+_VALUE = (
+    r"(?:[bBrRuU]{0,2}\"((?:[^\"\\\r\n]|\\.)*)\"|[bBrRuU]{0,2}'([^'\r\n]*)'|"
+    r"([^\s\"',;&|<>{}()\[\]`=][^\s\"',;&|<>{}()\[\]`]*))"
+)
 _FLAG = rx(r"(?i)(?:^|[^\w\-])(--?(?:[a-z][\w.\-]*?)?" + _STEMS + r"[\w.\-]*)(?:=|[ \t]+)" + _VALUE)
 _ASSIGN = rx(r"(?i)([\w.\-]*" + _STEMS + r"[\w.\-]*)[\"']?\]?[ \t]*(?::|=)[ \t]*" + _VALUE)
 # ("HF_TOKEN", "value"): a pair in code (os.environ.setdefault, a tuple, a dict built from pairs)
@@ -471,10 +476,37 @@ def _named(r: Any, name_group: int, value_group: int, flags: bool) -> Callable[[
             name = _name(m.group(name_group))
             if name.lower().endswith(("secretname", "secret_name", "secretref", "secretkeyref")):
                 continue
+            bare = m.span(value_group + 2)[0] >= 0
+            if bare and (value.endswith(b":") or (not flags and _logger(data, m, name_group, s, e))):
+                continue  # a label (`botocore.auth:Signature:`), a message (`google.auth._default:Checking None…`)
             if credential_position(name, _name(value)):
-                yield s, e
+                yield s, (_yaml_line_end(data, m, name_group, s, e) if bare and not flags else e)
 
     return find
+
+
+_YAML_KEY_PREFIX = rx(r"[ \t]*(?:-[ \t]+)?")
+
+
+def _yaml_line_end(data: bytes, m: Any, name_group: int, s: int, e: int) -> int:
+    """A YAML `key: value` line (the key first on its line, `: ` after it): a plain value runs to the end of the line
+    (`password: correct horse battery staple`), a ` #` comment excepted."""
+    prefix = data[data.rfind(b"\n", 0, m.start(name_group)) + 1 : m.start(name_group)]
+    if not data.startswith(b": ", m.end(name_group)) or _YAML_KEY_PREFIX.fullmatch(prefix) is None:
+        return e
+    end = data.find(b"\n", e)
+    end = len(data) if end < 0 else end
+    rest = data[e:end]
+    cut = rest.find(b" #")
+    return e + len((rest if cut < 0 else rest[:cut]).rstrip(b" \t\r"))
+
+
+def _logger(data: bytes, m: Any, name_group: int, s: int, e: int) -> bool:
+    """`google.auth._default:Checking None for …`: Python logging's `%(name)s:%(message)s`, a dotted logger name
+    right before a colon and a message of words, not a credential (a passphrase after `password: ` still goes)."""
+    if data[m.end(name_group) : s] != b":" or b"." not in m.group(name_group) or not data[s:e].isalpha():
+        return False
+    return data[e : e + 1] == b" " and data[e + 1 : e + 2].isalpha()
 
 
 # -- credential JSON objects ------------------------------------------------------------------------------------
@@ -498,6 +530,162 @@ def _json_ids(data: bytes, ctx: Context) -> Iterator[Span]:
         s, e = m.span(2)
         if near and e > s and not harmless(data[s:e]):
             yield s, e
+
+
+# -- config formats: XML elements and Hadoop properties, .pgpass lines ------------------------------------------
+
+_XML_ELEMENT = rx(r"<([A-Za-z_][\w.:\-]*)(?:[ \t][^<>\r\n]*)?>[ \t]*([^<\r\n]*?)[ \t]*</([A-Za-z_][\w.:\-]*)[ \t]*>")
+# Hadoop's core-site.xml and friends: <name>fs.s3a.secret.key</name> <value>X</value>
+_XML_PROPERTY = rx(
+    r"<name>[ \t\r\n]*([^<\r\n]{1,256}?)[ \t\r\n]*</name>[ \t\r\n]*<value>[ \t\r\n]*([^<\r\n]*?)[ \t\r\n]*</value>"
+)
+_XML_NOT_SECRET = rx(r"(?i)(?:[a-z][a-z0-9+.\-]*://.*|[/~].*|\$\{.*|file:.*)")
+
+
+def _xml_value(name: bytes, data: bytes, s: int, e: int) -> bool:
+    value = data[s:e]
+    if e <= s or harmless(value) or _XML_NOT_SECRET.fullmatch(value) is not None:
+        return False
+    return credential_position(_name(name.rsplit(b":", 1)[-1]), _name(value))
+
+
+def _xml(data: bytes, ctx: Context) -> Iterator[Span]:
+    """Maven's settings.xml `<password>X</password>`, `<passphrase>`; any element whose tag names a credential."""
+    for m in _XML_ELEMENT.finditer(data):
+        s, e = m.span(2)
+        if m.group(1) == m.group(3) and _xml_value(m.group(1), data, s, e):
+            yield s, e
+
+
+def _xml_property(data: bytes, ctx: Context) -> Iterator[Span]:
+    for m in _XML_PROPERTY.finditer(data):
+        s, e = m.span(2)
+        if _xml_value(m.group(1).strip(), data, s, e):
+            yield s, e
+
+
+# hostname:port:database:username:password (a field may be `*`; `\:` escapes a colon)
+_PGPASS_RX = rx(
+    r"(?m)^[ \t]*(?:[^:\s#\\]|\\.)(?:[^:\s\\]|\\.)*:(?:\d+|\*):(?:[^:\s\\]|\\.)+:(?:[^:\s\\]|\\.)+:((?:[^\s\\]|\\.)+)"
+    r"[ \t]*\r?$"
+)
+_PGPASS = _group(_PGPASS_RX)
+
+# -- JSON inside a JSON string: `{"body": "{\"password\": \"X\"}"}` ------------------------------------------------
+
+_JSON_STRING = rx(r'"((?:[^"\\\r\n]|\\.)*\\"(?:[^"\\\r\n]|\\.)*)"')
+
+
+def _nested_json(data: bytes, ctx: Context) -> Iterator[tuple[int, int, bytes]]:
+    """A JSON string whose text is JSON (escaped quotes): unescaped, redacted one level deeper, escaped again."""
+    if ctx.depth >= 2:
+        return
+    for m in _JSON_STRING.finditer(data):
+        s, e = m.span(1)
+        try:
+            text = json.loads(b'"' + data[s:e] + b'"')
+        except ValueError:
+            continue
+        red, n = ctx.redacted(text.encode("utf-8", "surrogatepass"))
+        if n:
+            again = json.dumps(red.decode("utf-8", "surrogatepass"), ensure_ascii=False)[1:-1]
+            yield s, e, again.encode("utf-8", "surrogatepass")
+
+
+# -- values on the line after their key: botocore's `Signature:` line, YAML ------------------------------------------
+
+_KEY_EOL = rx(r"(?m)(?:^|[^\w.\-])([A-Za-z_][\w.\-]*)[\"']?[ \t]*:[ \t]*([|>][+\-0-9]*)?[ \t]*\r?$")
+# what may stand before such a key on its line: indentation, a YAML list's dash, or a log line's prefix ending
+# in `:` or ` - ` (`DEBUG:botocore.auth:Signature:`, `… - botocore.auth - DEBUG - Signature:`)
+_KEY_PREFIX = rx(r"[ \t]*(?:-[ \t]+)?[\"']?|[^\r\n]*(?::|[ \t]-[ \t]+|\][ \t]*)")
+_NOT_A_VALUE = (b"-", b"#", b"{", b"[", b"<", b"&", b"*", b"!", b"|", b">", b"%", MARK)
+
+
+def _line_at(data: bytes, pos: int) -> tuple[int, bytes]:
+    """The line starting at `pos`: where it ends (its newline, or the end), and its text without a `\\r`."""
+    end = data.find(b"\n", pos)
+    end = len(data) if end < 0 else end
+    return end, data[pos:end].rstrip(b"\r")
+
+
+def _indent(line: bytes) -> int:
+    return len(line) - len(line.lstrip(b" \t"))
+
+
+def _next_line(data: bytes, ctx: Context) -> Iterator[Span]:
+    done = 0  # the end of the last block scalar read: a key inside it is part of its value (and read once)
+    for m in _KEY_EOL.finditer(data):
+        name = _name(m.group(1))
+        if m.start() < done or not (sensitive_name(name) or ambiguous_name(name)) or m.end() >= len(data):
+            continue
+        prefix = data[data.rfind(b"\n", 0, m.start(1)) + 1 : m.start(1)]
+        if _KEY_PREFIX.fullmatch(prefix) is None:
+            continue  # `if not token:` is code, not a key
+        key_indent = _indent(prefix + b"x")
+        pos = m.end() + 1  # past the newline
+        if m.group(2):  # a YAML block scalar: the lines indented under the key
+            spans: list[Span] = []
+            while pos < len(data):
+                end, line = _line_at(data, pos)
+                if line.strip() and _indent(line) <= key_indent:
+                    break
+                if line.strip():
+                    spans.append((pos + _indent(line), pos + len(line.rstrip())))
+                pos = end + 1
+            done = pos
+            if spans and sensitive_name(name) and not harmless(data[spans[0][0] : spans[-1][1]]):
+                yield from spans
+            continue
+        _end, line = _line_at(data, pos)
+        value = line.strip()
+        inner, q = _unquote(value)
+        if not inner or any(c in inner for c in b" \t") or value.endswith(b":") or value.startswith(_NOT_A_VALUE):
+            continue
+        if harmless(inner) or not credential_position(name, _name(inner)):
+            continue
+        if _indent(line) <= key_indent and not looks_secret(_name(inner)):
+            continue  # a line of its own (a log's next line) is a value only when it looks like a secret
+        start = pos + _indent(line) + q
+        yield start, start + len(inner)
+
+
+# -- Python calls in free text (a traceback quotes the line): auth tuples, *Auth("u", "p"), .login("u", "p") --------
+# (Python source itself, a ConfigMap's `*.py`, is parsed: redact_python)
+
+_PY_STR = r"[bBrRuU]{0,2}[\"'][^\"'\r\n]*[\"']"
+_PY_SECOND = r"[ \t]*,[ \t]*[bBrRuU]{0,2}[\"']([^\"'\r\n]+)[\"']"
+_PY_AUTH_RX = rx(
+    r"(?:\b(?:auth|basic_auth|http_auth|proxy_auth|credentials)[ \t]*=[ \t]*[\(\[][ \t]*|\b\w*Auth\([ \t]*|"
+    r"\.login\([ \t]*)" + _PY_STR + _PY_SECOND
+)
+_PY_AUTH = _group(_PY_AUTH_RX)
+
+
+# -- a token wrapped over two lines ----------------------------------------------------------------------------------
+
+WRAP_MIN = 64  # a line this long or longer may have been wrapped at a terminal's or a collector's width
+_CONTINUATION = rx(r"[A-Za-z0-9+/=_\-.~%]{4,}")
+_NOT_CONTINUATION = rx(r"[\d\-T:Z.+]+|[a-z]+|[A-Z][a-z]+")
+
+
+def wrapped_end(data: bytes, s: int, e: int) -> int:
+    """Where a credential found at data[s:e] really ends: past the next line when the line it ends was wrapped
+    (long, the credential reaches its end) and the next line is nothing but the rest of a token."""
+    if e - s < 8 or e >= len(data):
+        return e
+    nl = 2 if data.startswith(b"\r\n", e) else 1 if data[e] == 10 else 0
+    if not nl or any(c in data[s:e] for c in b" \t"):
+        return e
+    width = e - (data.rfind(b"\n", 0, s) + 1)
+    if width < WRAP_MIN:
+        return e
+    _end, cont = _line_at(data, e + nl)
+    if len(cont) > width or _CONTINUATION.fullmatch(cont) is None or _NOT_CONTINUATION.fullmatch(cont) is not None:
+        return e
+    digit, mixed = any(48 <= c <= 57 for c in cont), cont.lower() != cont and cont.upper() != cont
+    if harmless(cont) or not (digit or mixed):
+        return e
+    return e + nl + len(cont)
 
 
 # -- encoded forms ------------------------------------------------------------------------------------------------
@@ -600,7 +788,14 @@ SHAPES: tuple[Shape, ...] = (
     Shape("basic-auth", _p(_BASIC_RX), _basic),
     Shape("netrc", _p(_NETRC_RX), _NETRC),
     Shape("netrc", _p(_NETRC_LINE_RX), _NETRC_LINE),
-    Shape("login", _p(_LOGIN_LINE), _login),
+    # (triggers simpler than the patterns: a superset of where they match, cheap in the one Set pass)
+    Shape("xml", b"</", _xml),
+    Shape("xml", b"</name>", _xml_property),
+    Shape("pgpass", rb":(?:\d+|\*):[^:\s]+:[^:\s]+:", _PGPASS),
+    Shape("python-call", rb"(?:auth|credentials)[ \t]*=[ \t]*[\(\[]|Auth\(|\.login\(", _PY_AUTH),
+    Shape("nested-json", rb'\\"', _nested_json),
+    Shape("next-line", rb":[ \t]*(?:[|>][+\-0-9]*)?[ \t]*\r?\n", _next_line),
+    Shape("login", _LOGIN_TRIGGER, _login),
     Shape("secret-flag", _p(_FLAG), _named(_FLAG, 1, 2, flags=True)),
     Shape("env", _p(_ENV_PAIR), _named(_ENV_PAIR, 1, 2, flags=False)),
     Shape("secret-assignment", _p(_ASSIGN), _named(_ASSIGN, 1, 2, flags=False)),
@@ -615,6 +810,7 @@ SHAPES: tuple[Shape, ...] = (
 def _trigger_set() -> Any:
     opts = re2.Options()
     opts.encoding = re2.Options.Encoding.LATIN1
+    opts.log_errors = False
     opts.max_mem = 64 << 20
     tset = re2.Set.SearchSet(opts)
     for shape in SHAPES:

@@ -6,7 +6,8 @@ resourceVersion it resumes from stays recent even when nothing it watches change
 ends (its `timeoutSeconds`, a dropped connection) is opened again from the last resourceVersion seen;
 410 Gone (that resourceVersion is older than the server's history) means changes may have been
 missed, so it lists again and tells `on_relist`; other errors back off exponentially (with jitter, up
-to `max_backoff` seconds) and retry. Nothing of the objects is kept here.
+to `max_backoff` seconds) and retry, at once when `kick()`ed (the watcher read the cluster again: it
+answers). Nothing of the objects is kept here.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class Informer:
         self.synced = threading.Event()  # the first list is done and a watch has been open
         self.connected = False
         self.disconnected_at: float | None = None
+        self.failed_at: float | None = None  # the last failed list or watch (monotonic)
+        self._retry_now = threading.Event()  # kick(): stop waiting out the backoff
         self.relists = 0
         self.reconnects = 0
         self.errors = 0
@@ -65,8 +68,13 @@ class Informer:
     def start(self) -> None:
         self.thread.start()
 
+    def kick(self) -> None:
+        """The cluster answers again (a re-diagnosis read it): retry now, from the shortest backoff."""
+        self._retry_now.set()
+
     def close(self) -> None:
         """Stop: close the open watch so the thread ends now, not at the watch's timeout."""
+        self._retry_now.set()
         with self._lock:
             responses = list(self._open)
         for r in responses:
@@ -91,13 +99,20 @@ class Informer:
             self._open.discard(resp)
 
     def _down(self) -> None:
+        now = time.monotonic()
         if self.connected or self.disconnected_at is None:
-            self.disconnected_at = time.monotonic()
+            self.disconnected_at = now
+        self.failed_at = now
         self.connected = False
 
     def _wait(self, backoff: float) -> float:
-        self.stop.wait(backoff * random.uniform(0.8, 1.2))
-        return min(self.max_backoff, backoff * 2)
+        """Wait out `backoff` (jittered), or until kicked or stopped; returns the next backoff."""
+        deadline = time.monotonic() + backoff * random.uniform(0.8, 1.2)
+        kicked = False
+        while not kicked and not self.stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            kicked = self._retry_now.wait(min(left, 0.5))  # a stop without close() is seen within half a second
+        self._retry_now.clear()
+        return 0.5 if kicked else min(self.max_backoff, backoff * 2)
 
     def run(self) -> None:
         rv: str | None = None

@@ -2,7 +2,10 @@
 
 Memory is bounded by the number of TrainJobs times a few hundred bytes: no pods, events or logs are
 kept between diagnoses (a re-diagnosis reads them again), and the queue holds each TrainJob at most
-once however often its objects change.
+once however often its objects change. Of each JobSet, pod and event that belongs to a watched TrainJob,
+only its resourceVersion is kept (`Versions`: a few dozen bytes, dropped when the object is), so that a
+list made again, or a watch that replays what it already sent, marks only the TrainJobs whose objects
+really changed.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,3 +241,47 @@ class Pending:
     def depth(self) -> int:
         with self.lock:
             return len(self.dirty)
+
+
+ObjKey = tuple[str, str, str]  # (kind, namespace, name)
+
+
+@dataclass
+class Versions:
+    """The resourceVersion last seen of each watched object that belongs to a TrainJob, and the TrainJobs it
+    belongs to; thread-safe."""
+
+    seen: dict[ObjKey, tuple[str, tuple[Key, ...]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def saw(self, key: ObjKey, rv: str, owners: Sequence[Key]) -> bool:
+        """Record a watch event's object; False when it is what was seen already (the same resourceVersion)."""
+        with self.lock:
+            before = self.seen.get(key)
+            if owners:
+                self.seen[key] = (rv, tuple(owners))
+            return before is None or not rv or before[0] != rv
+
+    def gone(self, key: ObjKey) -> tuple[Key, ...]:
+        """The object was deleted: the TrainJobs it belonged to."""
+        with self.lock:
+            before = self.seen.pop(key, None)
+        return before[1] if before is not None else ()
+
+    def listed(self, kind: str, objects: dict[ObjKey, tuple[str, tuple[Key, ...]]]) -> set[Key]:
+        """A whole list of `kind`: what it holds replaces what was seen of that kind; returns the TrainJobs whose
+        objects are new, changed (another resourceVersion) or gone from it."""
+        changed: set[Key] = set()
+        with self.lock:
+            for key in [k for k in self.seen if k[0] == kind and k not in objects]:
+                changed.update(self.seen.pop(key)[1])
+            for key, (rv, owners) in objects.items():
+                before = self.seen.get(key)
+                if before is None or before[0] != rv:
+                    changed.update(owners)
+                self.seen[key] = (rv, owners)
+        return changed
+
+    def __len__(self) -> int:
+        with self.lock:
+            return len(self.seen)

@@ -4,8 +4,18 @@ Read-only unless `emit_events`. A change to a TrainJob or one of its objects mar
 has been quiet for `debounce` seconds (or dirty for `max_delay`), the TrainJobs due in one namespace
 are re-diagnosed together by a fleet collection narrowed to them (`FleetScope(names=…)`, reading by GET
 what few objects they name), their logs read then with the usual bounded windows and dropped with the
-Snapshot. Only the figures the metrics need are kept. A 410 on a watch of JobSets, pods or events
-means changes may have been missed: every TrainJob in scope is marked dirty.
+Snapshot. Only the figures the metrics need are kept.
+
+A watch that is cut and opened again, or lists again after 410 Gone (changes may have been missed),
+marks only the TrainJobs whose objects changed: each list of JobSets, pods and events is compared,
+object by object, with the resourceVersions seen before (`Versions`), and an event that replays an
+object at the resourceVersion already seen is no change. (Marking every TrainJob on each list reset
+their debounce each time: verdicts waited for `--max-delay`.)
+
+Readiness (`/readyz`) follows the scans: a watch down for longer than `stale_after` makes the watcher
+not ready, unless a re-diagnosis read the cluster after that watch last failed; such a read also wakes
+the watches waiting to retry, so they open again at once instead of at the end of their backoff (up
+to half a minute after the cluster answered again).
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from ckpt_doctor.fleet.scan import Diagnoser
 from ckpt_doctor.scope import JOBSET_NAME_LABEL, runtime_ref
 from ckpt_doctor.snapshot import Obj
 from ckpt_doctor.sources.live.client import Api, CallError, Cluster
-from ckpt_doctor.sources.live.fleet import FleetCollector, FleetScope, current_rv, list_kept
+from ckpt_doctor.sources.live.fleet import FleetCollector, FleetScope, list_kept
 from ckpt_doctor.sources.live.kinds import EVENT, JOBSET, POD, TRAINJOB, Kind
 from ckpt_doctor.watch.events import should_emit, write_event
 from ckpt_doctor.watch.http import MetricsServer
@@ -32,7 +42,7 @@ from ckpt_doctor.watch.informer import Informer
 from ckpt_doctor.watch.jlog import JsonLog
 from ckpt_doctor.watch.metrics import Metrics
 from ckpt_doctor.watch.routing import route
-from ckpt_doctor.watch.state import Figures, Key, Pending, Registry
+from ckpt_doctor.watch.state import Figures, Key, ObjKey, Pending, Registry, Versions
 
 STALE_AFTER = 60.0  # seconds a watch may be down before /readyz says so
 SYNC_WAIT = 30.0  # seconds the first diagnoses wait for every watch to be open
@@ -51,6 +61,7 @@ class WatchOptions:
     tail_bytes: int = TAIL_BYTES
     watch_seconds: int = 300
     retry_after: float = 30.0  # a failed re-diagnosis is tried again after this long
+    stale_after: float = STALE_AFTER  # a watch down this long, with no successful read since, is not ready
     emit_events: bool = False
     version_flag: str | None = None
     signature_dirs: Sequence[Path] = field(default_factory=list)
@@ -73,7 +84,9 @@ class Watcher:
         self.log = log
         self.stop_event = threading.Event()
         self.registry = Registry()
+        self.versions = Versions()
         self.pending = Pending(options.debounce, options.max_delay)
+        self._answered_at: float | None = None  # when a re-diagnosis last read the cluster (monotonic)
         self.informers: list[Informer] = []
         self.metrics = Metrics(self.registry, lambda: self.informers, self.pending.depth)
         self.diagnoser = Diagnoser(options.version_flag, options.signature_dirs)
@@ -100,15 +113,25 @@ class Watcher:
         waiting = [i.kind.plural for i in self.informers if not i.synced.is_set()]
         if not self.informers or waiting:
             return False, f"not watching yet: {', '.join(waiting) or 'starting'}"
-        now = time.monotonic()
+        now, stale, answered = time.monotonic(), self.opt.stale_after, self._answered_at
         down = [
             i.kind.plural
             for i in self.informers
-            if not i.connected and i.disconnected_at is not None and now - i.disconnected_at > STALE_AFTER
+            if not i.connected
+            and i.disconnected_at is not None
+            and now - i.disconnected_at > stale
+            and not (answered is not None and i.failed_at is not None and answered > i.failed_at)
         ]
         if down:
-            return False, f"watch down for more than {STALE_AFTER:g}s: {', '.join(down)}"
+            return False, f"watch down for more than {stale:g}s: {', '.join(down)}"
         return True, "ok"
+
+    def _answered(self) -> None:
+        """A re-diagnosis read the cluster: it answers. Watches waiting to retry are opened again now."""
+        self._answered_at = time.monotonic()
+        for inf in self.informers:
+            if not inf.connected:
+                inf.kick()
 
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -186,11 +209,19 @@ class Watcher:
                 self._forget(key, "no longer listed")
             return rv
         label = JOBSET_NAME_LABEL if kind is POD else None
-        rv = current_rv(self.api, kind, self.namespace, label)
-        if not first:  # changes may have been missed while the watch was behind: look at everything again
-            keys = self.registry.keys()
-            self.log.info("listed again: re-diagnosing every TrainJob", resource=kind.plural, trainjobs=len(keys))
-            for key in keys:
+        objects: dict[ObjKey, tuple[str, tuple[Key, ...]]] = {}
+
+        def keep(o: dict[str, Any]) -> bool:  # remembers the version of what belongs to a TrainJob; keeps nothing
+            owners = route(kind.kind, o, self.registry)
+            if owners:
+                objects[_obj_key(kind, o)] = (_rv(o), tuple(owners))
+            return False
+
+        _, rv = list_kept(self.api, kind, self.namespace, label, keep=keep)
+        changed = self.versions.listed(kind.kind, objects)
+        if not first:  # changes may have been missed while the watch was behind: the objects that changed say
+            self.log.info("listed again", resource=kind.plural, objects=len(objects), trainjobsChanged=len(changed))
+            for key in changed:
                 self.pending.mark(key)
         return rv
 
@@ -207,7 +238,14 @@ class Watcher:
             else:
                 self._track_trainjob(obj)
             return
-        for key in route(kind.kind, obj, self.registry):
+        okey = _obj_key(kind, obj)
+        if etype == "DELETED":
+            owners = set(self.versions.gone(okey)) | set(route(kind.kind, obj, self.registry))
+        else:
+            owners = set(route(kind.kind, obj, self.registry))
+            if not self.versions.saw(okey, _rv(obj), sorted(owners)):
+                return  # the object as it was already seen (a watch opened again replays it): no change
+        for key in sorted(owners):
             self.pending.mark(key)
 
     # -- re-diagnoses -----------------------------------------------------------------------------------
@@ -253,6 +291,7 @@ class Watcher:
         try:
             tjs = fc.trainjobs()
             fc.prefetch()
+            self._answered()
         except (InputError, CallError) as e:
             why = e.message
             self.metrics.scan_errors.labels("collect").inc()
@@ -308,3 +347,13 @@ class Watcher:
         except CallError as e:
             self.metrics.scan_errors.labels("event").inc()
             self.log.warning("cannot write the Event", namespace=ns, trainjob=name, error=f"{e.kind}: {e.message}")
+
+
+def _obj_key(kind: Kind, o: dict[str, Any]) -> ObjKey:
+    meta = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
+    return kind.kind, str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _rv(o: dict[str, Any]) -> str:
+    meta = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
+    return str(meta.get("resourceVersion") or "")

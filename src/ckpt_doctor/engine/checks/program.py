@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.engine.checks import absence, check
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.program.config import get
-from ckpt_doctor.facts.program.model import STACK_NAMES, ConfigPart, Program, PythonPart
+from ckpt_doctor.facts.program.model import ConfigPart, Program, PythonPart
 
 HF_STACKS = ("hf-trainer", "llamafactory")
 DISCOVERY_WORDS = {  # how a program's rule for "the newest checkpoint" reads in a sentence
@@ -27,14 +28,6 @@ DISCOVERY_WORDS = {  # how a program's rule for "the newest checkpoint" reads in
     "framework": "through the framework's own resume",
     "lexical": "by comparing names as text, which their fixed width makes right",
     "unordered": "in the order the file system lists them",
-}
-FRAMEWORK_DISCOVERY = {
-    "hf-trainer": "HF Trainer picks checkpoint-N by its number (get_last_checkpoint)",
-    "llamafactory": "LlamaFactory picks the newest checkpoint-N by its number",
-    "megatron": "Megatron reads the step from latest_checkpointed_iteration.txt",
-    "training-hub": "training_hub picks the full_state entry with the highest number",
-    "lightning": "Lightning's ckpt_path='last' names last.ckpt",
-    "torchtune": "torchtune resumes from the checkpointer's recipe state",
 }
 
 
@@ -189,9 +182,10 @@ def lexical_sort(facts: Facts, rule: Rule) -> Result:
         p, d = found[0]
         how = DISCOVERY_WORDS.get(d.kind, f"its {d.kind} rule")
         return ok(reason=f"the program picks the newest checkpoint {how} ({p.source.label}:{d.site.line})")
-    fw = next((s for s in FRAMEWORK_DISCOVERY if prog.has(s) and (prog.complete or prog.framework_entry)), None)
+    picks = frameworks.picks()  # the stacks whose own trainer picks the checkpoint, and how
+    fw = next((d for s, d in picks if prog.has(s) and (prog.complete or prog.framework_entry)), None)
     if fw is not None and not any(p.facts.discovery for p in prog.pythons):
-        return ok(reason=FRAMEWORK_DISCOVERY[fw])
+        return ok(reason=fw)
     if prog.complete:
         return ok(reason="the visible program picks no checkpoint by its name")
     return _unknown(prog, facts)
@@ -486,5 +480,3 @@ def training_hub(facts: Facts, rule: Rule) -> Result:
         "backend's default, which differs between instructlab.training versions; set it to true"
     )
 
-
-STACKS = STACK_NAMES  # re-exported for docs and the app

@@ -262,6 +262,8 @@ def no_failure_policy(facts: Facts, rule: Rule) -> Result:
     got = jobset_spec(facts)
     if got is None:
         return skip("neither the JobSet nor the runtime is in the snapshot")
+    if facts.mode == "lint" and facts.trainer_job is None:
+        return skip("the runtime has no replicated job with a trainer container, so there is nothing to restart")
     obj, spec, base = got
     rt = facts.scope.runtime
     fp = spec.get("failurePolicy")
@@ -421,9 +423,10 @@ def not_set_up_for_resume(facts: Facts, rule: Rule) -> Result:
     extra = "" if isinstance(fp, dict) else ", no failurePolicy"
     if rt is not None and not isinstance(fp, dict):
         evidence = [*evidence, absence("failurePolicy", rt.ref())]
-    return fail(
-        facts.subject(),
-        evidence,
-        f"not set up for resume: {why}{extra}; a restart starts again from step 0",
-        "high",
+    after = (
+        "a TrainJob that uses it as written starts again from step 0 after a restart "
+        "(a TrainJob can add the directory in spec.trainer.env and the volume through its overrides)"
+        if facts.scope.trainjob is None
+        else "a restart starts again from step 0"
     )
+    return fail(facts.subject(), evidence, f"not set up for resume: {why}{extra}; {after}", "high")

@@ -306,7 +306,7 @@ def node_pinned_storage(facts: Facts, rule: Rule) -> Result:
         return fail(
             facts.subject(), evidence, f"attempts ran on {len(nodes)} nodes but the checkpoints live on one ({reason})"
         )
-    if facts.mode == "lint" or not facts.history.runs:
+    if not facts.history.runs:
         return skip("node-local storage: whether a new pod lands elsewhere needs cluster evidence")
     if facts.history.unseen:
         return skip(
@@ -328,9 +328,6 @@ def pvc_unbound(facts: Facts, rule: Rule) -> list[Result]:
         subject = {"kind": "PersistentVolumeClaim", "namespace": facts.scope.namespace, "name": name}
         running = _running_with(facts, name)
         if pvc is None:
-            if facts.mode == "lint":
-                results.append(skip(f"PVC {name} is not among the files; assumed to exist", subject))
-                continue
             if running is not None:
                 results.append(
                     ok(
@@ -350,8 +347,8 @@ def pvc_unbound(facts: Facts, rule: Rule) -> list[Result]:
             results.append(fail(subject, ev, f"the pods mount PVC {name}, which does not exist ({k.reason})"))
             continue
         phase = pvc.status.get("phase")
-        if phase == "Bound" or (facts.mode == "lint" and not phase):
-            results.append(ok(pvc.subject(), f"PVC {name} is {phase or 'declared'}"))
+        if phase == "Bound":
+            results.append(ok(pvc.subject(), f"PVC {name} is Bound"))
             continue
         if not phase:
             if running is not None:

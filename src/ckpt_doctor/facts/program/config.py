@@ -446,26 +446,16 @@ def _get(cur: Any, parts: list[str], depth: int) -> tuple[bool, Any]:
 
 
 def framework(doc: ConfigDoc) -> str | None:
-    """Which framework a config belongs to, from its keys: llamafactory, torchtune, deepspeed,
-    accelerate, lightning, megatron, hf-trainer, or None."""
+    """Which framework a config belongs to, from its keys (each framework module's `Config.identify`,
+    tried in rank order: LlamaFactory, torchtune, DeepSpeed, accelerate, Lightning, Megatron, HF
+    Trainer), or None."""
+    from ckpt_doctor import frameworks
+
     d = doc.data if doc is not None else None
     if not isinstance(d, dict):
         return None
     keys = {str(k) for k in d}
-    if {"stage", "finetuning_type"} <= keys or ("stage" in keys and "template" in keys):
-        return "llamafactory"
-    if any(isinstance(v, dict) and "_component_" in v for v in d.values()):
-        return "torchtune"
-    if keys & {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size"} and not keys & {"output_dir"}:
-        return "deepspeed"
-    if keys & {"compute_environment", "distributed_type"}:
-        return "accelerate"
-    if isinstance(d.get("trainer"), dict) and (isinstance(d.get("model"), dict) or "ckpt_path" in keys):
-        return "lightning"
-    if keys & {"save", "load", "save-interval", "save_interval", "tensor-model-parallel-size"} and (
-        keys & {"finetune", "no-load-optim", "load", "tensor-model-parallel-size", "pretrained-checkpoint"}
-    ):
-        return "megatron"
-    if keys & {"output_dir", "per_device_train_batch_size", "save_steps", "save_strategy"}:
-        return "hf-trainer"
+    for name, identify in frameworks.config_identifiers():
+        if identify(d, keys):
+            return name
     return None

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.facts.program.config import ConfigDoc, args_as_config, read_config
 from ckpt_doctor.facts.program.config import framework as config_framework
 
@@ -38,46 +39,7 @@ PY_SUFFIX = (".py",)
 CONFIG_SUFFIX = (".yaml", ".yml", ".json", ".toml")
 # options whose value is a config file, for the launchers and tools that take one
 CONFIG_FLAGS = ("--config", "--config_file", "--config-file", "--deepspeed", "--deepspeed_config", "-c")
-# modules that start a framework's own trainer (the code is the framework, its behaviour the config)
-FRAMEWORK_MODULES = {
-    "llamafactory": "llamafactory",
-    "llamafactory.cli": "llamafactory",
-    "llamafactory.launcher": "llamafactory",
-    "instructlab.training.main_ds": "training-hub",
-    "training_hub": "training-hub",
-    "torchtune": "torchtune",
-}
-TOOLS = {"llamafactory-cli": "llamafactory", "lmf": "llamafactory", "tune": "torchtune"}
-# import prefix -> stack
-IMPORT_STACKS = (
-    ("llamafactory", "llamafactory"),
-    ("training_hub", "training-hub"),
-    ("instructlab.training", "training-hub"),
-    ("torchtune", "torchtune"),
-    ("megatron", "megatron"),
-    ("mindspeed_llm", "megatron"),
-    ("lightning", "lightning"),
-    ("pytorch_lightning", "lightning"),
-    ("trl", "hf-trainer"),
-    ("deepspeed", "deepspeed"),
-    ("accelerate", "accelerate"),
-    ("torch.distributed.checkpoint", "torch-dcp"),
-)
-FRAMEWORK_CALLS = ("TrainingArguments", "Trainer", "ModelCheckpoint", "lightning.Trainer", "sft", "get_last_checkpoint")
-HF_TRAINER_NAMES = ("Trainer", "Seq2SeqTrainer", "TrainingArguments", "Seq2SeqTrainingArguments")
-MEGATRON_SCRIPTS = re.compile(r"(?:pretrain|posttrain|finetune)_(?:gpt|llama|bert|t5|mamba|vlm)\w*\.py$|megatron")
-STACK_NAMES = {
-    "hf-trainer": "HF Trainer",
-    "llamafactory": "LlamaFactory",
-    "lightning": "PyTorch Lightning",
-    "accelerate": "accelerate",
-    "deepspeed": "DeepSpeed",
-    "megatron": "Megatron/MindSpeed",
-    "training-hub": "training_hub",
-    "torchtune": "torchtune",
-    "torch-dcp": "torch.distributed.checkpoint",
-    "hand-rolled": "a hand-written training loop",
-}
+
 
 
 @dataclass
@@ -167,9 +129,9 @@ class Program:
     def framework_entry(self) -> str | None:
         """The stack whose own entry point runs (llamafactory-cli, tune, `-m llamafactory`…), if any."""
         if self.entry.kind == "tool":
-            return TOOLS.get(self.entry.value)
+            return frameworks.trainer_tools().get(self.entry.value)
         if self.entry.kind == "module":
-            return next((s for m, s in FRAMEWORK_MODULES.items() if self.entry.value.startswith(m)), None)
+            return next((s for m, s in frameworks.entry_modules() if self.entry.value.startswith(m)), None)
         return None
 
     def has(self, stack: str) -> bool:
@@ -178,7 +140,8 @@ class Program:
     def stack_words(self) -> str:
         if not self.stacks:
             return "no framework identified"
-        return ", ".join(STACK_NAMES.get(s, s) for s in self.stacks)
+        names = frameworks.titles()
+        return ", ".join(names.get(s, s) for s in self.stacks)
 
     def stack_evidence(self, stack: str) -> list[dict[str, Any]]:
         return self.stacks.get(stack, [])
@@ -207,32 +170,10 @@ def _base(s: str) -> str:
 
 
 _WRAPPERS = {"env", "nice", "ionice", "stdbuf", "time", "timeout", "taskset", "numactl", "chrt", "setsid", "nohup"}
-_LAUNCHERS = {"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "horovodrun", "colossalai"}
+_MPI = {"mpirun", "mpiexec", "srun"}  # generic launchers; the frameworks' own come from their modules
 _PY = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
-# launcher options that take no value (the others take one: `--nproc_per_node 8`)
-_BOOL_OPTS = {
-    "--standalone",
-    "--no-python",
-    "--no_python",
-    "--run-path",
-    "--run_path",
-    "--multi_gpu",
-    "--cpu",
-    "--use_deepspeed",
-    "--use_fsdp",
-    "--use_megatron_lm",
-    "--debug",
-    "--quiet",
-    "-q",
-    "--autotuning",
-    "--force_multi",
-    "--no_local_rank",
-    "--bind_cores_to_rank",
-    "--allow-run-as-root",
-    "--oversubscribe",
-    "-l",
-    "--label",
-}
+# MPI's options that take no value; the frameworks' launchers' come from their modules
+_MPI_FLAGS = frozenset({"--allow-run-as-root", "--oversubscribe", "-l", "--label"})
 
 
 def find_entry(values: list[str]) -> Entry:
@@ -254,14 +195,16 @@ def find_entry(values: list[str]) -> Entry:
         return Entry("none")
     name = _base(v[0])
     configs = _config_args(v)
-    if name in TOOLS:
+    if name in frameworks.trainer_tools():
         return Entry("tool", name, v[1:], configs)
     if _PY.match(name):
         return _python_entry(v[1:], configs)
-    if name in _LAUNCHERS:
+    launcher = frameworks.launchers().get(name)
+    if launcher is not None or name in _MPI:
         rest = v[1:]
-        if name == "accelerate" and rest[:1] == ["launch"]:
-            rest = rest[1:]
+        skip = launcher.skip if launcher is not None else ()
+        if skip and rest[: len(skip)] == list(skip):
+            rest = rest[len(skip) :]
         return _launcher_entry(rest, configs)
     if v[0].endswith(PY_SUFFIX):
         return Entry("file", v[0], v[1:], configs)
@@ -274,7 +217,7 @@ def _python_entry(rest: list[str], configs: list[str]) -> Entry:
         a = rest[i]
         if a == "-m" and i + 1 < len(rest):
             mod = rest[i + 1]
-            if mod in ("torch.distributed.run", "torch.distributed.launch"):
+            if mod in frameworks.python_launchers():
                 return _launcher_entry(rest[i + 2 :], configs)
             return Entry("module", mod, rest[i + 2 :], configs)
         if a == "-c" and i + 1 < len(rest):
@@ -304,7 +247,7 @@ def _launcher_entry(rest: list[str], configs: list[str]) -> Entry:
             i += 1
             continue
         if a.startswith("-"):
-            i += 1 if ("=" in a or a in _BOOL_OPTS) else 2
+            i += 1 if ("=" in a or a in _MPI_FLAGS or a in frameworks.launcher_flags()) else 2
             continue
         if module:
             return Entry("module", a, rest[i + 1 :], configs)
@@ -516,61 +459,53 @@ def _identify(prog: Program) -> None:
     where = prog.script_source or Source("argv", " ".join(prog.argv), prog.spec.object, prog.spec.container_path)
     if fw:
         add(fw, where.evidence(" ".join(prog.trainer_argv or [])[:200]))
+    hooks = [(f.name, f.python.evidence) for f in frameworks.all_frameworks() if f.python and f.python.evidence]
     for part in prog.pythons:
         pf = part.facts
-        for prefix, stack in IMPORT_STACKS:
+        for prefix, stack in frameworks.import_stacks():
             if pf.uses(prefix):
                 add(stack, part.source.evidence(f"import {prefix} ({part.source.label})"))
-        if pf.uses("transformers") and (
-            any(pf.calls.get(k) for k in ("TrainingArguments", "Trainer"))
-            or any(f"transformers.{n}" in pf.imports for n in HF_TRAINER_NAMES)
-        ):
-            add("hf-trainer", part.source.evidence(f"transformers Trainer ({part.source.label})"))
+        for stack, evidence in hooks:
+            what = evidence(pf)
+            if what:
+                add(stack, part.source.evidence(f"{what} ({part.source.label})"))
     for part in prog.configs:
         f = config_framework(part.doc)
         if f:
             add(f, part.source.evidence(f"{f} config keys ({part.source.label})"))
-    if prog.entry.kind == "file" and MEGATRON_SCRIPTS.search(prog.entry.value):
-        add("megatron", where.evidence(prog.entry.value))
+    if prog.entry.kind == "file":
+        for rx, stack in frameworks.entry_scripts():
+            if rx.search(prog.entry.value):
+                add(stack, where.evidence(prog.entry.value))
     if prog.args is not None:
         keys = set(prog.args.doc.data or {}) if isinstance(prog.args.doc.data, dict) else set()
-        if keys & {"tensor-model-parallel-size", "save-interval", "micro-batch-size", "pipeline-model-parallel-size"}:
-            add("megatron", prog.args.source.evidence(" ".join(sorted(keys)[:6])))
-    if "llamafactory" in prog.stacks:
-        prog.stacks.setdefault("hf-trainer", list(prog.stacks["llamafactory"]))  # LlamaFactory runs HF's Trainer
-    framework_stacks = set(prog.stacks) - {"accelerate", "torch-dcp", "deepspeed"}
+        for known, stack in frameworks.arg_keys():
+            if keys & known:
+                add(stack, prog.args.source.evidence(" ".join(sorted(keys)[:6])))
+    for stack, runs in frameworks.implied():  # LlamaFactory runs HF's Trainer
+        if stack in prog.stacks:
+            prog.stacks.setdefault(runs, list(prog.stacks[stack]))
+    framework_stacks = set(prog.stacks) - frameworks.libraries()
     if not framework_stacks and any(p.source.entry and p.facts.parsed for p in prog.pythons):
         entry = next(p for p in prog.pythons if p.source.entry)
         # a framework's calls without its import (a snippet) leave the stack unknown, not hand-rolled
-        framework_calls = any(entry.facts.calls.get(k) for k in FRAMEWORK_CALLS)
+        framework_calls = any(entry.facts.calls.get(k) for k in frameworks.framework_calls())
         if (entry.facts.io or entry.facts.discovery) and not framework_calls:
             add("hand-rolled", entry.source.evidence(f"its own save/load code ({entry.source.label})"))
 
-
-LOG_STACKS = {
-    "hf-trainer": "hf-trainer",
-    "llamafactory": "llamafactory",
-    "megatron": "megatron",
-    "training-hub": "training-hub",
-    "lightning": "lightning",
-    "accelerate": "accelerate",
-    "deepspeed": "deepspeed",
-    "torchtune": "torchtune",
-    "torch-dcp": "torch-dcp",
-}
-
-
 def add_log_stacks(prog: Program, history: Any) -> None:
     """What the logs show of the stack: a framework's own lines are evidence of it."""
+    log_stacks = frameworks.log_stacks()
     for r in history.runs:
         if r.log is None:
             continue
         for e in r.log.events:
-            stack = LOG_STACKS.get(e.framework)
+            stack = log_stacks.get(e.framework)
             if stack is None:
                 continue
             prog.stacks.setdefault(stack, [])
             if not prog.stacks[stack]:
                 prog.stacks[stack].append(e.evidence(r.log.ref, r.attempt))
-    if "llamafactory" in prog.stacks and "hf-trainer" not in prog.stacks:
-        prog.stacks["hf-trainer"] = list(prog.stacks["llamafactory"])
+    for stack, runs in frameworks.implied():
+        if stack in prog.stacks and runs not in prog.stacks:
+            prog.stacks[runs] = list(prog.stacks[stack])

@@ -5,11 +5,17 @@ logs: one request per container instance for a log smaller than the head window,
 one. Log reads run concurrently with a bound. Every request has a timeout. What cannot be read
 becomes a `Gap` with the reason and the collection goes on; an unreachable cluster or a missing
 TrainJob is an `InputError` (exit 3).
+
+A cluster lost after the TrainJob was read (`LossWatch`: a connection failure, and the API server does not
+answer a probe either) ends every later read at once, without a request; the Snapshot holds what was read
+and its first `notCollected` entry, `cluster` (`LOST`), says the cluster was lost and when. `diagnose` and
+`collect` print or write that, and exit 3 (contracts.md §1: a connection error).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -65,6 +71,57 @@ if TYPE_CHECKING:
     from ckpt_doctor.facts.logs import Signature
 
 NODE_GETS = 10  # up to this many distinct nodes: one GET each; more: one (paged) list of all nodes
+LOST = "cluster"  # the notCollected entry that says the cluster went away during the collection
+CONNECTION_FAILURES = ("unreachable", "dropped", "timeout")
+
+
+class LossWatch:
+    """The reads of one collection (`get`, `list`, `log`, `version` of an `Api`), watching for the cluster's loss.
+
+    A read that fails on the connection (refused, cut, no answer) may be one resource's trouble (a log stream the
+    node cut, a slow list) or the cluster's: one probe (`/version`) tells. When the probe fails too, the cluster
+    is lost: `lost` says so, and every later read fails at once, as a connection failure, without a request
+    (what is left becomes gaps, instead of a timeout each).
+    """
+
+    READS = frozenset({"get", "list", "log", "version"})
+
+    def __init__(self, api: Api, cluster: Cluster) -> None:
+        self.api = api
+        self._cluster = cluster
+        self._lock = threading.Lock()
+        self.lost = ""  # why, once lost
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.api, name)
+        if name not in self.READS:
+            return attr
+
+        def read(*args: Any, **kwargs: Any) -> Any:
+            if self.lost:
+                raise CallError("unreachable", self.lost)
+            try:
+                return attr(*args, **kwargs)
+            except CallError as e:
+                if e.kind in CONNECTION_FAILURES and self._gone(e):
+                    raise CallError("unreachable", self.lost) from None
+                raise
+
+        return read
+
+    def _gone(self, e: CallError) -> bool:
+        with self._lock:
+            if self.lost:
+                return True
+            try:
+                self.api.version()
+            except CallError as probe:
+                if probe.kind not in CONNECTION_FAILURES:
+                    return False  # it answered (an error status, but an answer: it is there)
+                at = f"{self._cluster.server} (context {self._cluster.context or '?'})"
+                self.lost = f"lost the cluster at {at} during the collection: {e.message}"
+                return True
+            return False
 
 
 # -- the collector ----------------------------------------------------------------------------------
@@ -92,6 +149,7 @@ class Collected:
     objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     logs: dict[tuple[str, str, bool], LogResult] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
+    lost: str = ""  # the cluster went away during the collection: why, and what had been read
     listed: set[str] = field(default_factory=set)  # kinds whose list came back whole (coverage: absent = absent)
     absent: list[Gap] = field(default_factory=list)  # objects and logs the API said do not exist (404)
     rvs: dict[str, str] = field(default_factory=dict)  # list resourceVersions, for watches
@@ -139,19 +197,28 @@ class Collector:
         keep: Keep | None = None,
     ) -> None:
         self.cluster = cluster
-        self.api = Api(cluster)
+        self.api = Api(cluster)  # the recorder watches and follows through it (reconnecting itself)
+        self._reads: LossWatch | None = None
         self.namespace = namespace
         self.name = name
         self.workers = max(1, workers)
-        self.logs = LogReader(self.api, head_bytes, tail_bytes)
+        self.logs = LogReader(self.reads, head_bytes, tail_bytes)
         self.progress = progress or Progress(quiet=True)
         self.keep = keep
+
+    @property
+    def reads(self) -> Any:
+        """Every read of the collection: `api` (whatever answers it: the fleet puts its store there) through a
+        `LossWatch`."""
+        if self._reads is None or self._reads.api is not self.api:
+            self._reads = LossWatch(self.api, self.cluster)
+        return self._reads
 
     # -- the TrainJob, or exit 3 -------------------------------------------------------------------
     def trainjob(self) -> dict[str, Any]:
         ns, name, server = self.namespace, self.name, self.cluster.server
         try:
-            return self.api.get(TRAINJOB, name, ns)
+            return self.api.get(TRAINJOB, name, ns)  # before it, a connection failure is "unreachable"
         except CallError as e:
             if e.kind == "notfound" and "could not find the requested resource" in e.message:
                 raise InputError(
@@ -201,6 +268,12 @@ class Collector:
             if objects_read is not None:
                 objects_read(out)
             self.read_logs(pool, out)
+        if self.reads.lost:
+            n = sum(len(v) for v in out.objects.values())
+            out.lost = (
+                f"{self.reads.lost}; read the TrainJob, {n - 1} more objects and {len(out.logs)} of the logs before it "
+                "went (the rest is listed as not collected). Run it again when the cluster answers"
+            )
         return out
 
     def read_objects(self, pool: ThreadPoolExecutor, tj: dict[str, Any], out: Collected) -> None:
@@ -209,16 +282,16 @@ class Collector:
         rkind = runtime_kind(kind)
         sel = f"{JOBSET_NAME_LABEL}={name}"
         jobs: dict[str, Future[Any]] = {
-            "runtime": pool.submit(self.api.get, rkind, rname, ns) if rname else _done(None),
-            "snapshot": pool.submit(self.api.get, CONFIGMAP, f"{name}-runtime-snapshot", ns),
-            "jobset": pool.submit(self.api.get, JOBSET, name, ns),
-            "jobs": pool.submit(self.api.list, JOB, ns, sel),
-            "pods": pool.submit(self.api.list, POD, ns, sel),
-            "events": pool.submit(self.api.list, EVENT, ns),
-            "pvcs": pool.submit(self.api.list, PVC, ns),
-            "workloads": pool.submit(self.api.list, WORKLOAD, ns),
-            "version": pool.submit(self.api.version),
-            "trainer": pool.submit(self.api.get, DEPLOYMENT, TRAINER_DEPLOYMENT[1], TRAINER_DEPLOYMENT[0]),
+            "runtime": pool.submit(self.reads.get, rkind, rname, ns) if rname else _done(None),
+            "snapshot": pool.submit(self.reads.get, CONFIGMAP, f"{name}-runtime-snapshot", ns),
+            "jobset": pool.submit(self.reads.get, JOBSET, name, ns),
+            "jobs": pool.submit(self.reads.list, JOB, ns, sel),
+            "pods": pool.submit(self.reads.list, POD, ns, sel),
+            "events": pool.submit(self.reads.list, EVENT, ns),
+            "pvcs": pool.submit(self.reads.list, PVC, ns),
+            "workloads": pool.submit(self.reads.list, WORKLOAD, ns),
+            "version": pool.submit(self.reads.version),
+            "trainer": pool.submit(self.reads.get, DEPLOYMENT, TRAINER_DEPLOYMENT[1], TRAINER_DEPLOYMENT[0]),
         }
         res: dict[str, Any] = {}
         for key, fut in jobs.items():
@@ -226,7 +299,6 @@ class Collector:
                 res[key] = fut.result()
             except CallError as e:
                 res[key] = e
-        self._check_lost(res, ("runtime", "snapshot", "jobset", "jobs", "pods", "events", "pvcs"))
         # runtime snapshot first: when it exists it is the runtime actually used (v2.3)
         snap_cm = res["snapshot"]
         snap_name = f"{name}-runtime-snapshot"
@@ -268,19 +340,6 @@ class Collector:
         dep = res["trainer"]
         out.trainer_version = _image_version(dep) if isinstance(dep, dict) else ""
 
-    def _check_lost(self, res: dict[str, Any], keys: Sequence[str]) -> None:
-        """The cluster went away after the TrainJob was read: exit 3 saying what was read before it went,
-        instead of diagnosing a half-read TrainJob as if the rest were merely forbidden."""
-        lost = [k for k in keys if isinstance(res.get(k), CallError) and res[k].kind in ("unreachable", "dropped")]
-        if not lost or len(lost) < max(1, len([k for k in keys if k in res]) // 2):
-            return
-        got = ["the TrainJob"] + [k for k in keys if k in res and not isinstance(res[k], CallError)]
-        first = res[lost[0]]
-        raise InputError(
-            f"lost the cluster at {self.cluster.server} in the middle of the collection ({first.message}): "
-            f"read {', '.join(got)}; could not read {', '.join(lost)}. Run it again when the cluster answers"
-        )
-
     def read_storage(self, pool: ThreadPoolExecutor, out: Collected) -> None:
         ns = self.namespace
         tj = Obj(out.trainjob)
@@ -310,17 +369,17 @@ class Collector:
         )
         gets: list[tuple[Kind, str, str | None, Future[Any]]] = []
         for n in pv_names:
-            gets.append((PV, n, None, pool.submit(self.api.get, PV, n)))
+            gets.append((PV, n, None, pool.submit(self.reads.get, PV, n)))
         for n in cms:
-            gets.append((CONFIGMAP, n, ns, pool.submit(self.api.get, CONFIGMAP, n, ns)))
+            gets.append((CONFIGMAP, n, ns, pool.submit(self.reads.get, CONFIGMAP, n, ns)))
         node_list: Future[Any] | None = None
         if len(nodes) <= NODE_GETS:
             for n in nodes:
-                gets.append((NODE, n, None, pool.submit(self.api.get, NODE, n)))
+                gets.append((NODE, n, None, pool.submit(self.reads.get, NODE, n)))
         elif nodes:
-            node_list = pool.submit(self.api.list, NODE)
+            node_list = pool.submit(self.reads.list, NODE)
         for n in classes:
-            gets.append((STORAGECLASS, n, None, pool.submit(self.api.get, STORAGECLASS, n)))
+            gets.append((STORAGECLASS, n, None, pool.submit(self.reads.get, STORAGECLASS, n)))
         extra_classes: set[str] = set()
         for kind, n, kns, fut in gets:
             try:
@@ -339,7 +398,7 @@ class Collector:
                     extra_classes.add(str(cls))
         for n in sorted(extra_classes):
             try:
-                out.add("StorageClass", [self.api.get(STORAGECLASS, n)])
+                out.add("StorageClass", [self.reads.get(STORAGECLASS, n)])
             except CallError as e:
                 if e.kind == "notfound":
                     out.not_there(f"storageclasses/{n}", gap_reason(e, "get", STORAGECLASS, None, n))
@@ -502,7 +561,7 @@ def finish_snapshot(snap: Snapshot, out: Collected, cluster: Cluster, namespace:
     """`snap` (from `snapshot_objects`) with the logs, what was not collected, coverage and meta of `out`."""
     for key, res in out.logs.items():
         snap.logs[key] = res.log_ref(namespace)
-    snap.not_collected = list(out.gaps)
+    snap.not_collected = ([Gap(LOST, out.lost)] if out.lost else []) + list(out.gaps)
     cov = snap.coverage
     for g in out.gaps:
         apply_gap(cov, g.what, g.reason)
@@ -607,3 +666,8 @@ def list_trainjobs(
             ) from None
         raise InputError(col._fatal(e, f"list TrainJobs in {cluster.namespace}")) from None
     return sorted(items, key=lambda o: str((o.get("metadata") or {}).get("creationTimestamp") or ""), reverse=True)
+
+
+def lost_reason(snap: Snapshot) -> str:
+    """Why the collection of `snap` lost its cluster half-way ('' when it did not)."""
+    return next((g.reason for g in snap.not_collected if g.what == LOST), "")
