@@ -59,5 +59,6 @@ def test_the_healthy_job_passes_with_every_interruption_really_run(sandbox: Sand
     assert len(starts) >= 3 and all(how.step is not None for _pod, _ra, how in starts), starts
     by = {s["id"]: s for s in doc["steps"]}
     assert "resumed from step" in by["crash"]["observed"]
-    assert "after a final save on SIGTERM" in by["suspend-resume"]["observed"]
+    if sandbox.spoken[name] == "the guide's [checkpoint] convention":  # its save lines are in the log
+        assert "after a final save on SIGTERM" in by["suspend-resume"]["observed"]
     assert "moved from" in by["cross-node"]["observed"] and "Multi-Attach" in by["cross-node"]["observed"]

@@ -79,7 +79,10 @@ def run(args: argparse.Namespace) -> int:
     roots = list(args.recordings)
     from ckpt_doctor.data import recordings_dir
 
-    packaged = recordings_dir()
+    try:
+        packaged = recordings_dir()
+    except FileNotFoundError:  # an installation without recordings: the scenarios speak the guide's convention
+        packaged = None
     sb = Sandbox(args.scenario, args.kubeconfig, args.port or 0, args.speed,
                  recordings=roots + ([packaged] if packaged is not None else []))
     stop = threading.Event()

@@ -733,8 +733,12 @@ def _pod_hint(d: Drill) -> str:
 
 
 def _before_interruption(d: Drill, st: Step, sr: StepResult) -> tuple[dict[str, Any], verify.Reading]:
-    """The running trainer, after a complete save newer than where its attempt began."""
+    """The running trainer, after a complete save newer than where its attempt began: a save line in its log, or
+    (HF Trainer logs none by default) two checkpoint directories newer than that in its checkpoint directory,
+    the newest of which may still be being written."""
     after = d.s.resumed_from if d.s.resumed_from is not None else -1
+    polls = {"n": 0}
+    listed: dict[str, Any] = {}
 
     def fresh() -> tuple[dict[str, Any], verify.Reading] | None:
         pod = _running_trainer(d, sr)
@@ -745,6 +749,12 @@ def _before_interruption(d: Drill, st: Step, sr: StepResult) -> tuple[dict[str, 
         save = reading.last_save
         if not st.param("freshSave", True) or (save is not None and (save.step or 0) > after):
             return pod, reading
+        polls["n"] += 1
+        if d.s.ckpt_dir and d.s.allowed.get("create pods/exec") is not False and polls["n"] % 5 == 1:
+            steps = sorted(s for s in (_step_of(n) for n in _list_dir(d, pod, d.s.ckpt_dir, sr)) if s is not None)
+            if len(steps) >= 2 and steps[-2] > after:
+                listed.update(step=steps[-2], names=steps[-3:], pod=pod)
+                return pod, reading
         return None
 
     what = "for the trainer to run" if not st.param("freshSave", True) else (
@@ -754,9 +764,13 @@ def _before_interruption(d: Drill, st: Step, sr: StepResult) -> tuple[dict[str, 
     except Failed as e:  # nothing was interrupted yet: the step could not run, the job did not fail it
         raise NotRun(f"{e.why}, before interrupting anything") from None
     save = reading.last_save
-    if save is not None:
+    if save is not None and (save.step or 0) > after:
         d.s.floor = max(d.s.floor or 0, save.step or 0)
         sr.evidence.append(reading.evidence(save))
+    elif listed:
+        d.s.floor = max(d.s.floor or 0, listed["step"])
+        sr.evidence.append({"type": "field", "object": f"Pod/{d.ns}/{verify.pod_name(pod)}",
+                            "path": f"ls {d.s.ckpt_dir}", "value": [f"…{n}" for n in listed["names"]]})
     _record(d, pod, reading.content)
     return pod, reading
 
@@ -872,7 +886,7 @@ def crash(d: Drill, st: Step, sr: StepResult) -> None:
         how = "its container restarted in place"
     else:
         how = "a new pod replaced it"
-    last = reading.last_save.step if reading.last_save else "?"
+    last = reading.last_save.step if reading.last_save else (d.s.floor if d.s.floor is not None else "?")
     sr.observed = f"{how}; attempt {v.attempt} resumed from step {v.step} (the last complete save was step {last})"
 
 

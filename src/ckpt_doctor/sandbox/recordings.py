@@ -150,7 +150,10 @@ def find_recording(rid: str, roots: list[Path] | None = None) -> Recording | Non
     from ckpt_doctor.data import recordings_dir
 
     if roots is None:
-        packaged = recordings_dir()
+        try:
+            packaged = recordings_dir()
+        except FileNotFoundError:  # an installation without recordings
+            packaged = None
         roots = [packaged] if packaged is not None else []
     for root in roots:
         d = root / rid

@@ -36,24 +36,36 @@ class ScenarioSpec:
         return [d for d in iter_documents(path.read_text(encoding="utf-8"), str(path)) if isinstance(d, dict)]
 
     def make_program(self, **overrides: Any) -> Program:
-        return Program(**{"keep": 3, **self.program, **overrides})  # the scripts' save_total_limit
+        # the scripts save every save_every steps for as long as they run, keeping save_total_limit (3) of them
+        return Program(**{"keep": 3, "burst_saves": None, **self.program, **overrides})
+
+
+# The recordings each scenario's trainer speaks, the first one installed (recordings/, from branch realruns): HF
+# Trainer runs of the same shape as the scenario's script. Without any, the guide's [checkpoint] convention.
+HF = ("hf-4.57-{}", "hf-5.24-{}")
+
+
+def _rec(scenario: str) -> tuple[str, ...]:
+    return tuple(x.format(scenario) for x in HF)
 
 
 SCENARIOS: tuple[ScenarioSpec, ...] = (
     ScenarioSpec("healthy-resume", "a healthy resumable job: saves every 50 steps to a PVC, resumes from the newest "
-                 "complete checkpoint, saves on SIGTERM", "passed", None, ()),
+                 "complete checkpoint, saves on SIGTERM", "passed", None, (), recordings=_rec("sigterm-handler")),
     ScenarioSpec("lexical-checkpoint-sort", "resumes from sorted(glob(...))[-1]: checkpoint-90 sorts after "
                  "checkpoint-100", "failed", "preflight", ("lexical-checkpoint-sort",),
-                 {"sort": "lexical", "save_every": 10, "burst_saves": 10, "keep": 30}),
+                 {"sort": "lexical", "save_every": 10, "burst_saves": 10, "keep": 30},
+                 recordings=_rec("lexical-sort")),
     ScenarioSpec("runtime-without-ancestor-label", "the runtime's trainer Job lacks the ancestor label: spec.trainer "
-                 "(CKPT_DIR, resources) never reaches the pod", "failed", "preflight", ("missing-ancestor-label",)),
+                 "(CKPT_DIR, resources) never reaches the pod", "failed", "preflight", ("missing-ancestor-label",),
+                 recordings=_rec("correct-resume")),
     ScenarioSpec("rwo-on-two-nodes", "two nodes share one ReadWriteOnce PVC: the second pod waits for a volume "
-                 "attached elsewhere", "failed", "preflight", ("rwo-multi-node",)),
+                 "attached elsewhere", "failed", "preflight", ("rwo-multi-node",), recordings=_rec("correct-resume")),
     ScenarioSpec("shell-pid1-short-grace", "bash stays PID 1 (a here-document) with a 10 s grace period: SIGTERM "
                  "never reaches the trainer, SIGKILL ends it without a final save", "failed", "preflight",
-                 ("sigterm-not-forwarded",), {"pid1": "shell"}),
+                 ("sigterm-not-forwarded",), {"pid1": "shell"}, recordings=_rec("sigterm-no-handler")),
     ScenarioSpec("checkpoint-on-emptydir", "checkpoints on an emptyDir: every new pod starts from step 0",
-                 "failed", "preflight", ("ckpt-dir-not-persistent",)),
+                 "failed", "preflight", ("ckpt-dir-not-persistent",), recordings=_rec("correct-resume")),
 )
 BY_NAME = {s.name: s for s in SCENARIOS}
 

@@ -175,8 +175,10 @@ class Template:
 
 
 def _swap(raw: bytes, old: int, new: int) -> bytes:
-    """`old` as a whole number (not inside another number, a time `00:10` or a decimal) replaced by `new`."""
-    return re.sub(rb"(?<![\w.:])" + str(old).encode() + rb"(?![\w.:])", str(new).encode(), raw)
+    """`old` as a whole number (not part of a word, another number, a time `00:10` or a decimal `0.20`) replaced
+    by `new`; a number that ends a sentence (`checkpoint-20.`) is one."""
+    pattern = rb"(?<!\w)(?<!\d[.:])" + str(old).encode() + rb"(?!\w)(?![.:]\d)"
+    return re.sub(pattern, str(new).encode(), raw)
 
 
 class RecordingVoice:
@@ -191,6 +193,7 @@ class RecordingVoice:
         self.resumed = Template.of(resumed) if resumed is not None else None
         self.resumed_attempt = resumed
         self.term = Template.of(term) if term is not None else None
+        self.term_attempt = term
         self.body = self.fresh or self.resumed or Template.of(base)
         self._ckpt_prefix: str | None = None
         saves = sorted({s for a in rec.attempts for s in a.saves_complete})
@@ -287,7 +290,8 @@ class RecordingVoice:
     def on_sigterm(self, step: int, total: int, ckpt_dir: str | None, final: int | None) -> str:
         if self.term is None:
             return ""
-        last = max(self.term.blocks, default=None)
+        last = self.term_attempt.last_step if self.term_attempt is not None else None
+        last = last if last is not None else max(self.term.blocks, default=None)
         out = [self._render(seg, last, final if final is not None else step, total, self.term.total, ckpt_dir)
                for seg in self.term.tail]
         return b"".join(out).decode("utf-8", "replace")
