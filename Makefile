@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
 
-.PHONY: demo test lint docs bench bench-all clean
+.PHONY: demo test lint docs bench bench-all clean realruns recordings-tests
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ bench: $(STAMP)
 
 # every other bench, each with its own question (see its docstring); the watcher's runs ten minutes
 bench-all: bench
+	$(BIN)/python bench/bench_diagnose.py --points 1024:400 4096:1600 --rounds 3
+	$(BIN)/python bench/bench_diagnose.py --crashloop 100 400
+	$(BIN)/python bench/bench_formats.py
 	$(BIN)/python bench/bench_logs.py
 	$(BIN)/python bench/bench_redact.py
 	$(BIN)/python bench/bench_shell_parsers.py
@@ -50,6 +53,19 @@ bench-all: bench
 	$(BIN)/python bench/bench_watch.py
 	$(BIN)/python bench/bench_less_data.py
 	$(BIN)/python bench/bench_mutations.py
+
+# Re-record every real framework run (by hand, not part of `make test`): builds the CPU-only venvs under
+# realruns/.venvs (hf4, hf5: about 3 min and 1.2 GB each; jax 0.75 GB), records recordings/ (as root: it uses PID and mount
+# namespaces), then regenerates the bundles, the engine's known misses and docs/frameworks.md.
+realruns: $(STAMP)
+	nice -n 10 python3 realruns/build_envs.py hf4 hf5 jax
+	$(BIN)/python realruns/record.py --jobs 2
+	$(MAKE) recordings-tests
+
+recordings-tests: $(STAMP)
+	$(BIN)/python -m tests.recordings.bundles > /dev/null
+	$(BIN)/python -m tests.recordings.misses
+	$(BIN)/python -m tests.recordings.frameworks_doc
 
 clean:
 	rm -rf $(VENV) build dist

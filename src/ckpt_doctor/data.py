@@ -1,5 +1,5 @@
-"""Locate the packaged data: the rule catalogue (`rules/`), playbooks (`playbooks/`) and the recordings of real
-framework runs (`recordings/`, replayed by the sandbox).
+"""Locate the packaged data: the rule catalogue (`rules/`), playbooks (`playbooks/`) and the recordings of
+real framework runs (`recordings/`, replayed by the sandbox).
 
 Installed wheels carry them under `ckpt_doctor/_data/`; a source checkout (editable install)
 reads the top-level folders directly.
@@ -30,9 +30,5 @@ def playbooks_dir() -> Path:
     return data_dir("playbooks")
 
 
-def recordings_dir() -> Path | None:
-    """The recordings of real framework runs (TEAM.md's format), or None when this installation has none."""
-    try:
-        return data_dir("recordings")
-    except FileNotFoundError:
-        return None
+def recordings_dir() -> Path:
+    return data_dir("recordings")

@@ -40,7 +40,7 @@ class ScenarioSpec:
         return Program(**{"keep": 3, "burst_saves": None, **self.program, **overrides})
 
 
-# The recordings each scenario's trainer speaks, the first one installed (recordings/, from branch realruns): HF
+# The recordings each scenario's trainer speaks, the first one installed (recordings/, packaged): HF
 # Trainer runs of the same shape as the scenario's script. Without any, the guide's [checkpoint] convention.
 HF = ("hf-4.57-{}", "hf-5.24-{}")
 
