@@ -186,7 +186,8 @@ def build(run: dict[str, Any], model: str) -> tuple[Recorded, dict[str, tuple[st
             a.started = minutes(a.t_start)
             a.node = f"cpu-node-{'abc'[i % 3]}"
         listed = {n - 1: n - 1}
-        resume_t = epoch(atts[-1]["started"]) - 2
+        # the resume creates the new pod: not later than its creation (3 s before its container started)
+        resume_t = epoch(atts[-1]["started"]) - 3
         s.tj_conditions = [{"type": "Suspended", "status": "False", "reason": "Resumed",
                             "message": "TrainJob is resumed", "lastTransitionTime": k8s_time(resume_t)}]  # fmt: skip
     if atts[-1]["exit_code"] == 0:
