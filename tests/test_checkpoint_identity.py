@@ -170,19 +170,21 @@ def _hide_the_script(b: Path) -> None:
                                 f.read_text()))  # fmt: skip
 
 
-def _saves_read(b: Path) -> int:
+def _paths_read(b: Path) -> int:
+    """In how many attempts' logs the reader finds a save, or a resume or fresh-start line, naming a path."""
     with open_bundle(b) as snap:
         diag = diagnose_snapshot(snap)
-    return len({r.attempt for r in diag.facts.history.runs if any(e.path for e in r.saves())})
+    runs = diag.facts.history.runs
+    return len({r.attempt for r in runs if any(e.path for e in r.saves()) or (r.start()[2] and r.start()[2].path)})
 
 
 @pytest.mark.parametrize("rid", DIR_CHANGES)
-def test_with_the_code_unread_the_saves_in_the_logs_show_the_change(tmp_path: Path, rid: str) -> None:
+def test_with_the_code_unread_the_logs_show_the_change(tmp_path: Path, rid: str) -> None:
     b = write_bundle(RUNS[rid], "jobset-kept", tmp_path)
     shutil.rmtree(b / "checkpoints", ignore_errors=True)
     _hide_the_script(b)
-    if _saves_read(b) < 2:
-        pytest.skip("the log reader shows no save with a path in both attempts' logs")
+    if _paths_read(b) < 2:
+        pytest.skip("the log reader shows no save or resume line with a path in both attempts' logs")
     got, why = status(b)
     assert got == "fail", why
     assert "run-" in why

@@ -169,6 +169,9 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
                 )
             elif first[1].attempt < r.attempt:
                 last = (r, e)
+    looked = _looked_in_changed(h, stacks)
+    if looked is not None:
+        return looked(facts)
     if first is not None and last is not None:
         d0, sr, se = first
         lr, le = last
@@ -182,6 +185,52 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
     if cd is not None and cd.path is None:
         return skip(f"the checkpoint directory {cd.raw!r} ({cd.source}) cannot be resolved: " + "; ".join(cd.notes))
     return ok(reason="the checkpoint directory is fixed and the same for every attempt in the snapshot")
+
+
+def _looked_in(path: str | None, step: int | None, stacks: tuple[str, ...]) -> str | None:
+    """The directory a resume or fresh-start line says the attempt looked in: a pointer file's directory
+    (DeepSpeed's `latest`, Megatron's `latest_checkpointed_iteration.txt`), the directory a checkpoint it names
+    was saved into, else the directory it names."""
+    from ckpt_doctor import frameworks
+
+    if not path or not path.startswith("/"):
+        return None
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    pointers = {p.file for f in frameworks.all_frameworks() if f.layout is not None for p in f.layout.pointers}
+    if base in pointers:
+        return path.rstrip("/").rsplit("/", 1)[0] or "/"
+    return save_into(path, step, stacks)
+
+
+def _looked_in_changed(h: Any, stacks: tuple[str, ...]) -> Any:
+    """Two attempts whose lines of the same kind (`Unable to find latest file at …/latest`) name different
+    directories they looked in: a failing result maker, or None."""
+    seen: dict[str, tuple[str, Run, LogEvent]] = {}  # signature -> the first directory looked in
+    for a in h.attempts:
+        _k, _s, r, ev = h.attempt_start(a)
+        if r is None or ev is None or r.log is None or ev.kind not in ("resumed", "fresh_start"):
+            continue
+        d = _looked_in(ev.path, ev.step, stacks)
+        if d is None:
+            continue
+        prev = seen.get(ev.signature)
+        if prev is None:
+            seen[ev.signature] = (d, r, ev)
+        elif prev[0] != d and prev[1].attempt < r.attempt:
+            d0, pr, pe = prev
+            assert pr.log is not None
+
+            def result(facts: Facts, d0: str = d0, pr: Run = pr, pe: LogEvent = pe, r: Run = r, ev: LogEvent = ev,
+                       d: str = d) -> Result:  # fmt: skip
+                assert pr.log is not None and r.log is not None
+                return fail(
+                    facts.subject(),
+                    [pe.evidence(pr.log.ref, pr.attempt), ev.evidence(r.log.ref, r.attempt)],
+                    f"attempt {pr.attempt} looked for its checkpoint in {d0}, attempt {r.attempt} in {d}",
+                )
+
+            return result
+    return None
 
 
 def _claim(facts: Facts) -> tuple[str | None, Any]:
