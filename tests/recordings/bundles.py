@@ -205,8 +205,10 @@ def build(run: dict[str, Any], model: str) -> tuple[Recorded, dict[str, tuple[st
         s.event("Pod", pname, "Started", f"Started container {s.knobs.container_name}", m, "Normal")
         f = (a.truth or {}).get("fault") or {}
         if f.get("signal") == "SIGTERM" and model != "in-place":
-            s.event("Pod", pname, "Killing", f"Stopping container {s.knobs.container_name}",
-                    minutes(a.t_end - 1), "Normal")
+            # the kubelet says Killing when it sends SIGTERM: a grace period before the SIGKILL that ended the
+            # attempt, when one did; else (the trainer stopped on its own) just before the container exited
+            at = a.t_end - float(f["grace_seconds"]) if f.get("sigkill_after_grace") else a.t_end - 1
+            s.event("Pod", pname, "Killing", f"Stopping container {s.knobs.container_name}", minutes(at), "Normal")
     pod_listing: dict[str, tuple[str, int]] = {}
     for pos, att_index in listed.items():
         pod_listing[names[pos][0]] = (s.knobs.container_name, att_index)

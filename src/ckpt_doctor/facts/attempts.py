@@ -28,6 +28,8 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # save lines a framework prints *before* it writes the checkpoint (HF Trainer logs "Saving model
 # checkpoint to …" first): they count only when the run is seen going on past them
 PRINTED_BEFORE_WRITE = frozenset({"hf-saving-checkpoint", "hr-saving-checkpoint"})
+# lines that say a save is about to begin because of SIGTERM (the guide's `[checkpoint] SIGTERM: flushing at next step`)
+ANNOUNCES_SAVE = frozenset({"ckpt-sigterm-flush"})
 
 
 def is_training(e: LogEvent) -> bool:
@@ -209,6 +211,40 @@ class Run:
         e = events[i]
         return any(x.kind == "save_failed" and x.step in (None, e.step) for x in events[i + 1 : i + 3])
 
+    def save_times(self, sigterm_at: float | None = None) -> list[SaveTime]:
+        """How long this run's saves took, as far as its typed save events show: a save's start line to its
+        completion line when both carry a timestamp (`kubectl logs --timestamps`, a logger's clock); and a save
+        begun after SIGTERM that SIGKILL cut short took longer than the time it had (from SIGTERM, at
+        `sigterm_at` in epoch seconds or the run's own timestamped SIGTERM line, to the container's end)."""
+        if self.log is None:
+            return []
+        events = self.log.events
+        out: list[SaveTime] = []
+        sig = next((e for e in events if e.kind in ("sigterm", "sigterm_flush")), None)
+        t_sig = sigterm_at if sigterm_at is not None else (_epoch(sig.time or "") if sig is not None else None)
+        for i, e in enumerate(events):
+            starts = e.kind == "save_started" or e.signature in PRINTED_BEFORE_WRITE or e.signature in ANNOUNCES_SAVE
+            if not starts:
+                continue
+            done = next((x for x in events[i + 1 :] if x.kind in ("saved", "sigterm_flush") and x.step == e.step
+                         and x.signature not in PRINTED_BEFORE_WRITE and x is not e), None)  # fmt: skip
+            if done is not None:
+                secs = _duration(e, done)
+                if secs is not None:
+                    out.append(SaveTime(e.step, secs, "timestamps", False, e, done))
+                continue
+            cut = self.exit_code == SIGKILL_EXIT and bool(self.sigterm) and (sig is None or _before(sig, e) or e is sig)
+            t0 = max(t for t in (_epoch(e.time or ""), t_sig) if t is not None) if (e.time or t_sig) else None
+            t_end = _epoch(self.finished)
+            if cut and t0 is not None and t_end is not None and t_end > t0 and not self.saves_after(e):
+                out.append(SaveTime(e.step, t_end - t0, "cut by SIGKILL", True, e, None))
+                break  # one save was running when the kill came
+        return out
+
+    def saves_after(self, e: LogEvent) -> bool:
+        """A save completed after line `e` (so what `e` began was not cut short)."""
+        return any(_before(e, x) for x in self.saves())
+
     def max_saved(self) -> int | None:
         return max((e.step for e in self.saves() if e.step is not None), default=None)
 
@@ -251,6 +287,25 @@ class Run:
         total = training_total(self.log)
         last = self.last_step()
         return total is not None and last is not None and last < total
+
+
+@dataclass
+class SaveTime:
+    """How long one save took, from the log: `seconds` exactly (timestamped lines), or at least (a final save
+    still running when SIGKILL came)."""
+
+    step: int | None
+    seconds: float
+    how: str  # "timestamps" | "cut by SIGKILL"
+    at_least: bool
+    start: LogEvent
+    end: LogEvent | None  # the line that shows it done; None when it never was
+
+
+def _duration(start: LogEvent, end: LogEvent) -> float | None:
+    """Seconds from a save's start line to the line that shows it done, when both carry a timestamp."""
+    t0, t1 = _epoch(start.time or ""), _epoch(end.time or "")
+    return t1 - t0 if t0 is not None and t1 is not None and t1 >= t0 else None
 
 
 @dataclass
