@@ -80,6 +80,7 @@ class Checkpoint:
     why: str
     holds: tuple[str, ...] = ()  # state parts seen (optimizer, scheduler, step, rng)
     lacks: tuple[str, ...] = ()  # state parts a complete checkpoint does not hold
+    by_files: bool = False  # judged by its files alone (a layout with no commit signal)
 
     @property
     def path(self) -> str:
@@ -287,11 +288,13 @@ def _judge(sd: SaveDir, read: Read, rel: str) -> None:
                 if "weights" in _missing_parts(missing, lay):
                     c.complete, c.why = False, f"{found} is there, but not {_names(missing)}"
                 else:
-                    c.complete, c.why = True, f"{found} is there" + (" (written last)" if m0.written_last else "")
+                    c.complete, c.why = True, f"{found}, written last, is there" if m0.written_last else (
+                        f"{found} is there")  # fmt: skip
                 sd.signal_seen = True
             else:
-                last = " (written last, so the save did not finish)" if m0.written_last else ""
-                c.complete, c.why = False, f"no {_names([m.name for m in inside_ok])}{last}"
+                names = _names([m.name for m in inside_ok])
+                c.complete, c.why = False, f"no {names}, which is written last: the save did not finish" if (
+                    m0.written_last) else f"no {names}"  # fmt: skip
             continue
         if lay.atomic == "file" and node.kind in ("f", "l"):
             if node.kind == "f" and node.size == 0:
@@ -304,10 +307,11 @@ def _judge(sd: SaveDir, read: Read, rel: str) -> None:
             continue  # _by_pointer said why it cannot tell
         if lay.files and node.kind == "d":
             missing = _missing(node, lay)
+            c.by_files = True
             if missing:
-                c.complete, c.why = False, f"no {_names(missing)} (it writes no marker: complete means every file)"
+                c.complete, c.why = False, f"no {_names(missing)}: with no marker, complete means every file is there"
             else:
-                c.complete, c.why = True, "every file it writes is there (it writes no marker)"
+                c.complete, c.why = True, "every file of a save is there (no marker is written)"
             continue
         c.complete, c.why = None, "its layout has no sign of completeness that a listing shows"
     _weights_only_layout(sd)
@@ -354,7 +358,7 @@ def _weights_only_layout(sd: SaveDir) -> None:
         lacks = tuple(p for p in wanted if p not in c.holds)
         if c.complete:
             c.lacks = lacks
-        elif c.complete is False and lacks and c.why.endswith("(it writes no marker: complete means every file)"):
+        elif c.complete is False and lacks and c.by_files:
             missing = _missing(c.node, lay)
             if set(_missing_parts(missing, lay)) <= set(SKIPPABLE) and not (set(lacks) & anyone_has):
                 c.complete, c.lacks = True, lacks
