@@ -8,7 +8,6 @@ from ckpt_doctor.engine.catalogue import default_rules
 from ckpt_doctor.engine.checks import load_checks
 from ckpt_doctor.engine.graph import build_graph, to_mermaid
 
-
 NO_LISTING = "nothing (this rule reads no listing)."
 
 
