@@ -210,8 +210,12 @@ def _belongs(facts: Facts) -> Any:
     def mine(pod: str, src: ListingSource | None) -> bool:
         if pod in pods or (shape is not None and shape.match(pod)):
             return True
-        if src is not None and tj is not None and src.path is not None:
-            head = src.path.open("rb").read(4096).decode("utf-8", "replace")
+        if src is not None and tj is not None and (src.path is not None or src.text):
+            if src.path is not None:
+                with src.path.open("rb") as f:
+                    head = f.read(4096).decode("utf-8", "replace")
+            else:
+                head = (src.text or "")[:4096]
             m = re.search(r"^#\s*trainjob:\s*(\S+)\s*$", head, re.M)
             if m:
                 return m.group(1) in (qual, tj.name)
