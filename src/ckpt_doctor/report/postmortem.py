@@ -91,6 +91,10 @@ def _source(diag: Diagnosis) -> str:
     snap = diag.facts.scope.snap
     cluster = snap.meta.get("cluster") if isinstance(snap.meta.get("cluster"), dict) else {}
     ctx = f" (context {cluster['context']})" if cluster.get("context") else ""
+    from ckpt_doctor.simulation import WORDS, simulated_meta
+
+    if simulated_meta(snap.meta):
+        return f"{WORDS}{ctx}" if snap.source == "live" else f"bundle {Path(snap.location).name} from the {WORDS}"
     if snap.source == "live":
         return f"live cluster{ctx}"
     name = Path(snap.location).name if snap.location else "?"

@@ -17,6 +17,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ckpt_doctor.engine.model import Finding, severity_rank
+from ckpt_doctor.simulation import simulated_meta
 from ckpt_doctor.snapshot import LogKey, LogRef, Obj
 
 if TYPE_CHECKING:  # the engine loads in the worker thread, after the first frame
@@ -272,6 +273,7 @@ class View:
     row: JobRow
     diag: Diagnosis | None = _Unwrapped()  # type: ignore[assignment]  # None in a preview; may arrive Deferred
     complete: bool = True  # False: a preview without the objects, events and diagnosis (they follow)
+    simulated: bool = False  # collected from the sandbox (ckpt_doctor.simulation): the screens say so
 
     def preview(self) -> View:
         """What the overview and findings need, small enough to arrive first."""
@@ -949,6 +951,7 @@ def build_preview(diag: Diagnosis, now: float | None = None) -> View:
     return View(
         key=row.key,
         source=snap.source,
+        simulated=simulated_meta(snap.meta),
         location=snap.location,
         collected_at=str(snap.meta.get("collectedAt") or ""),
         version=f"{facts.version.version} ({facts.version.why})",

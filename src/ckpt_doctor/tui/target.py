@@ -18,6 +18,7 @@ class Target:
     timeout: float = 15.0
     trainer_version: str | None = None  # --trainer-version, for the engine
     signatures: tuple[Path, ...] = ()  # --signatures, extra log signature directories
+    playbook: Path | None = None  # --playbook: the drill's, when the app runs it (default: verify-resume)
 
     @property
     def live(self) -> bool:
