@@ -217,7 +217,7 @@ def test_the_reader_pod_lists_and_is_deleted(cluster: tuple[FakeKube, Path, Volu
 
 
 def test_the_reader_pod_is_deleted_when_exec_fails(cluster: tuple[FakeKube, Path, Volume]) -> None:
-    kube, kc, vol = cluster
+    kube, kc, _vol = cluster
     kube.fault("create", "pods/exec", status=500)
     kubelet = Kubelet(kube)
     try:
@@ -255,3 +255,54 @@ def test_the_reader_pod_is_deleted_on_a_signal(cluster: tuple[FakeKube, Path, Vo
             proc.kill()
     assert reader() == []
     assert kube.count("DELETE", f"/pods/{READER_PREFIX}") >= 1
+
+
+def test_rbac_prints_the_inspect_role_and_it_covers_what_inspection_does(cluster: tuple[FakeKube, Path, Volume],
+                                                                         tmp_path: Path) -> None:  # fmt: skip
+    from tests.live.test_rbac import _docs, _grants, _verb
+
+    kube, kc, _vol = cluster
+    docs = _docs(run_cli(["rbac", "--inspect", "-n", NS]).out)
+    role = next(d for d in docs if d["metadata"]["name"] == "ckpt-doctor-inspect")
+    assert _grants([role]) == {("Role", "", "pods/exec", "create"), ("Role", "", "pods", "create"),
+                               ("Role", "", "pods", "get"), ("Role", "", "pods", "delete")}  # fmt: skip
+    assert "ckpt-doctor-inspect" not in run_cli(["rbac"]).out  # the default Roles stay read-only
+    kube.reset_requests()
+    kubelet = Kubelet(kube)
+    try:
+        got = _cli(kc, "collect", f"{NS}/{NAME}", "--inspect-checkpoints", "--yes", "-o", str(tmp_path / "b"), "-q")
+    finally:
+        kubelet.close()
+    assert got.rc == 0, got.err
+    used = {_verb(r.method, r.path, r.query) for r in kube.requests} - {None}
+    grants = _grants(docs)
+    for group, resource, verb, cluster_scoped in used:  # type: ignore[misc]
+        verb = {"POST": "create", "DELETE": "delete"}.get(  # writes: what the request's method asks for
+            next((r.method for r in kube.requests if r.path.endswith(f"/{resource}") and r.method != "GET"), ""),
+            verb)  # fmt: skip
+        if resource == "pods/exec":
+            verb = "create"  # an exec is a GET upgraded to a WebSocket; RBAC sees create on pods/exec
+        assert ("ClusterRole" if cluster_scoped else "Role", group, resource, verb) in grants or any(
+            g[1:] == (group, resource, verb) for g in grants), (group, resource, verb)
+
+
+def test_every_sandbox_scenario_carries_a_listing(tmp_path: Path) -> None:
+    """`collect --inspect-checkpoints` against the sandbox (its simulated volumes answer find, ls, df, cat): every
+    scenario's bundle carries its checkpoint directory's listing, and it reads back as a listing, not unknown."""
+    from ckpt_doctor.facts.checkpoints import read_source
+    from ckpt_doctor.sandbox.cluster import Sandbox
+    from ckpt_doctor.sources.bundle import open_bundle
+
+    with Sandbox(speed=1) as sb:
+        names = sorted(o["metadata"]["name"] for o in sb.api.objects("trainjobs", "sandbox"))
+        assert len(names) >= 6
+        for tj in names:
+            out = tmp_path / tj
+            got = run_cli(["collect", f"sandbox/{tj}", "--inspect-checkpoints", "-o", str(out), "-q",
+                           "--kubeconfig", str(sb.kubeconfig)])  # fmt: skip
+            assert got.rc == 0, got.err
+            with open_bundle(out) as snap:
+                assert len(snap.checkpoints) == 1, (tj, [g.to_json() for g in snap.not_collected])
+                lst = read_source(next(iter(snap.checkpoints.values())))
+                assert lst.seen and lst.exists, (tj, lst.problem)
+        assert sb.api.count("POST", "/pods") == 0  # the trainers ran: no reader pod

@@ -20,6 +20,7 @@ exec is `forbidden: cannot create pods/exec …`, never an empty directory.
 
 from __future__ import annotations
 
+import secrets
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -56,6 +57,7 @@ class Inspect:
     timeout: float = 30.0  # per command
     pod_wait: float = 120.0  # how long a reader pod may take to start
     made: list[str] = field(default_factory=list)  # reader pods created (and deleted) by this inspection
+    left: list[str] = field(default_factory=list)  # reader pods that could not be deleted, and why
 
 
 @dataclass
@@ -113,6 +115,8 @@ def inspect_checkpoints(api: Any, snap: Snapshot, namespace: str, name: str, opt
         found.gaps.append(Gap("checkpoints", _why(e, "create pods", namespace) + " (the reader pod)"))
     except TimeoutError as e:
         found.gaps.append(Gap("checkpoints", str(e)))
+    finally:
+        found.notes.extend(opts.left)
     return found
 
 
@@ -220,13 +224,13 @@ def _small_files(api: Any, pod: str, ns: str, container: str, text: str, path: s
 
 
 # -- the reader pod -------------------------------------------------------------------------------------------
-def reader_spec(namespace: str, trainjob: str, claim: str, mount: str, image: str) -> dict[str, Any]:
+def reader_spec(name: str, namespace: str, trainjob: str, claim: str, mount: str, image: str) -> dict[str, Any]:
     """A pod that only sleeps, with the checkpoint PVC mounted read-only, ended by its deadline at the latest."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "generateName": READER_PREFIX,
+            "name": name,
             "namespace": namespace,
             "labels": {READER_LABEL: "ckpt-doctor", READER_FOR: trainjob[:63]},
         },
@@ -277,18 +281,23 @@ def _signals_unwind() -> Iterator[None]:
 @contextmanager
 def reader_pod(api: Any, namespace: str, trainjob: str, claim: str, mount: str, volume: str | None, image: str,
                opts: Inspect) -> Iterator[str]:  # fmt: skip
-    """Create the reader pod, wait until it runs, yield its name; delete it on every way out."""
+    """Create the reader pod, wait until it runs, yield its name; delete it on every way out. Its name is chosen
+    here, before the request, so that a signal arriving while the server creates it still finds it to delete."""
+    name = READER_PREFIX + "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
     with _signals_unwind():
-        made: str | None = None
+        asked = False
         try:
-            obj = api.create(POD, namespace, reader_spec(namespace, trainjob, claim, mount, image))
-            made = str((obj.get("metadata") or {}).get("name") or "")
-            opts.made.append(made)
-            _wait_running(api, namespace, made, opts.pod_wait)
-            yield made
+            asked = True
+            api.create(POD, namespace, reader_spec(name, namespace, trainjob, claim, mount, image))
+            opts.made.append(name)
+            _wait_running(api, namespace, name, opts.pod_wait)
+            yield name
         finally:
-            if made:
-                _delete(api, namespace, made)
+            if asked:
+                why = _delete(api, namespace, name)
+                if why:
+                    opts.left.append(f"the reader pod {name} could not be deleted ({why}): kubectl -n {namespace} "
+                                     f"delete pod {name} (it ends by itself after {READER_DEADLINE} s)")  # fmt: skip
 
 
 def _wait_running(api: Any, namespace: str, name: str, limit: float) -> None:
@@ -313,16 +322,21 @@ def _wait_running(api: Any, namespace: str, name: str, limit: float) -> None:
         delay = min(delay * 2, 1.0)
 
 
-def _delete(api: Any, namespace: str, name: str) -> None:
+def _delete(api: Any, namespace: str, name: str) -> str:
+    """Delete the reader pod (a few tries); '' when it is gone, else why it could not be deleted."""
+    why = ""
     for _ in range(3):
         try:
             api.delete(POD, name, namespace)
-            return
+            return ""
         except CallError as e:
             if e.kind == "notfound":
-                return
+                return ""
+            why = f"{e.kind}: {e.message}"
         except KeyboardInterrupt:
+            why = "interrupted"
             continue  # a second Ctrl-C while deleting: delete anyway
+    return why
 
 
 def to_snapshot(snap: Snapshot, found: Found, redact: Callable[[str], str] | None = None) -> None:
