@@ -235,7 +235,11 @@ def judge(facts: Facts, lst: Listing) -> Judged:
 
     stacks = list(facts.program.stacks) if facts.program is not None else []
     best: tuple[tuple[Any, ...], str, list[SaveDir]] | None = None
-    for fw in frameworks.all_frameworks():
+    # the program's stacks first: when one of them shows its commit signal, the other layouts are not tried
+    order = sorted(frameworks.all_frameworks(), key=lambda f: (f.name not in stacks, f.order))
+    for fw in order:
+        if best is not None and not best[0][0] and not best[0][1] and not best[0][2] and fw.name not in stacks:
+            break
         if fw.layout is None or not fw.layout.names:
             continue
         dirs = _outermost(find_save_dirs(lst.root, fw.layout, fw.name, read))

@@ -857,7 +857,9 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
         for c, j in sorted(vol.saves_in(t0, t1 + 1.0), key=lambda x: x[0].step or 0):  # whole-second end
             if c.step is not None and c.step not in have:
                 have.add(c.step)
-                a.saves.append(Save(c.step, _mtime_text(c.mtime), c.path, j.evidence(c), "listing"))
+                ev = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing",
+                                                                       "line")}  # fmt: skip
+                a.saves.append(Save(c.step, _mtime_text(c.mtime), c.path, ev, "listing"))
         a.saves.sort(key=lambda s: s.step)
 
 

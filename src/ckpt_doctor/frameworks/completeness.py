@@ -35,7 +35,7 @@ STATE_PARTS = ("optimizer", "scheduler")  # what a resume needs beyond the weigh
 SKIPPABLE = ("optimizer", "scheduler", "rng", "scaler")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     """One entry of a listing: a directory (`d`), a file (`f`), a symlink (`l`) or another kind (`o`)."""
 
@@ -47,6 +47,7 @@ class Node:
     line: int  # its line in the listing (0: implied by a path under it)
     target: str | None = None
     children: dict[str, Node] = field(default_factory=dict)
+    _sums: tuple[int | None, float | None] | None = None  # (total size, last write), once asked
 
     def walk(self) -> Iterator[Node]:
         stack = [self]
@@ -55,16 +56,24 @@ class Node:
             yield n
             stack.extend(n.children.values())
 
+    def _summed(self) -> tuple[int | None, float | None]:
+        if self._sums is None:
+            files = [n for n in self.walk() if n.kind == "f"]
+            sizes = [n.size for n in files if n.size is not None]
+            times = [n.mtime for n in files if n.mtime is not None]
+            self._sums = (sum(sizes) if sizes else (self.size if self.kind == "f" else None),
+                          max(times) if times else self.mtime)  # fmt: skip
+        return self._sums
+
     def total_size(self) -> int | None:
-        """Bytes of the files under it (itself for a file); None when no size is known."""
-        sizes = [n.size for n in self.walk() if n.kind == "f" and n.size is not None]
-        return sum(sizes) if sizes else (self.size if self.kind == "f" else None)
+        """Bytes of the files under it (itself for a file); None when no size is known. (Asked of a finished
+        listing: computed once.)"""
+        return self._summed()[0]
 
     def last_write(self) -> float | None:
         """When it was last written: the newest mtime of the files under it (its own mtime for a file or an
         empty directory)."""
-        times = [n.mtime for n in self.walk() if n.kind == "f" and n.mtime is not None]
-        return max(times) if times else self.mtime
+        return self._summed()[1]
 
 
 @dataclass(eq=False)
@@ -194,10 +203,13 @@ def find_save_dirs(root: Node, layout: Layout, framework: str, read: Read, depth
             if node.kind != "d":
                 continue
             found = _candidates(node, layout, framework, read, rel)
+            inside: set[int] = set()
             if found is not None and found.checkpoints:
                 out.append(found)
+                inside = {id(c.node) for c in found.checkpoints}  # a checkpoint's folders are no save directory
             if d < depth:
-                nxt.extend((c, d + 1, f"{rel}/{c.name}".lstrip("/")) for c in node.children.values() if c.kind == "d")
+                nxt.extend((c, d + 1, f"{rel}/{c.name}".lstrip("/")) for c in node.children.values()
+                           if c.kind == "d" and id(c) not in inside)  # fmt: skip
         level = nxt
     return out
 
