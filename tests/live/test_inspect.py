@@ -297,6 +297,11 @@ def test_every_sandbox_scenario_carries_a_listing(tmp_path: Path) -> None:
         names = sorted(o["metadata"]["name"] for o in sb.api.objects("trainjobs", "sandbox"))
         assert len(names) >= 6
         for tj in names:
+            def running(tj: str = tj) -> bool:
+                return any(p["metadata"]["name"].startswith(f"{tj}-node-") and p.get("status", {}).get("phase")
+                           == "Running" for p in sb.api.objects("pods", "sandbox"))  # fmt: skip
+
+            _wait_for(running)  # a scenario between two attempts has no trainer to exec into (and no reader pod)
             out = tmp_path / tj
             got = run_cli(["collect", f"sandbox/{tj}", "--inspect-checkpoints", "-o", str(out), "-q",
                            "--kubeconfig", str(sb.kubeconfig)])  # fmt: skip

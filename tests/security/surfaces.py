@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.clirun import run_cli
-from tests.fakeapi.server import FakeKube
 from tests.drill.execws import handler as exec_handler
+from tests.fakeapi.server import FakeKube
 from tests.security.corpus import CK, NAME, NS, Corpus, build, explain_text, kubeconfig, leaks, lint_manifest
 
 FORMATS = ("text", "json", "markdown", "sarif", "junit")

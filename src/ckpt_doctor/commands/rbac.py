@@ -142,9 +142,9 @@ DRILL: tuple[Need, ...] = (
 # commands through exec, and, only after the user confirms, a reader pod (sources/live/inspect.py).
 INSPECT: tuple[Need, ...] = (
     Need("", "pods/exec", "create", False, "list the checkpoint directory in a running trainer (find, ls, df, "
-         "head -c: read-only)", "inspect", optional=True),  # fmt: skip
+         "head -c: read-only)", "inspect", optional=True),
     Need("", "pods", "create", False, "a reader pod that mounts the checkpoint PVC read-only when no trainer runs "
-         "(asked first)", "inspect", optional=True),  # fmt: skip
+         "(asked first)", "inspect", optional=True),
     Need("", "pods", "get", False, "wait for the reader pod to start", "inspect", optional=True),
     Need("", "pods", "delete", False, "delete the reader pod as soon as the listing is read", "inspect", optional=True),
 )
