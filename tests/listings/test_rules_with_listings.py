@@ -165,3 +165,27 @@ def test_files_under_checkpoints_are_never_objects(bundle: Path) -> None:
         assert snap.get("Pod", "x") is None
         src = snap.checkpoints[(RUNNING, "node")]
         assert list(src.files) == ["checkpoint-150/trainer_state.json"]
+
+
+def test_only_the_targets_listings_are_read(bundle: Path) -> None:
+    """With two TrainJobs in the bundle, a listing of another TrainJob's pod never speaks for the target; one whose
+    `# trainjob:` line names the target (a reader pod's) does."""
+    tj = yaml.safe_load((bundle / "trainjob.yaml").read_text())
+    other = {**tj, "metadata": {**tj["metadata"], "name": "other-run", "uid": "0000-other"}}
+    (bundle / "other-trainjob.yaml").write_text(yaml.safe_dump(other))
+    script = bundle / "configmaps.yaml"  # a discovery that picks the half-written newest
+    text = script.read_text()
+    script.write_text(text.replace('    ckpts = [c for c in ckpts if os.path.exists(os.path.join(c, \\"trainer_state.json\\"))]\\n', ""))
+    half = _ckpt(150, T + 1600) + _ckpt(200, T + 5000, HALF)
+    _listing(bundle, half, pod="other-run-node-0-0-abcde")
+    with open_bundle(bundle) as snap:
+        doc = diagnose_snapshot(snap, "sft-resumable").to_json()
+    f = next(x for x in doc["findings"] if x["rule"] == "partial-latest-checkpoint")
+    assert f["status"] != "fail" and "checkpoint-200" not in str(f)
+    _listing(bundle, half, pod="ckpt-doctor-reader-abcde")
+    node = bundle / "checkpoints" / "ckpt-doctor-reader-abcde" / "node.txt"
+    node.write_text("# trainjob: team-a/sft-resumable\n" + node.read_text())
+    with open_bundle(bundle) as snap:
+        doc = diagnose_snapshot(snap, "sft-resumable").to_json()
+    f = next(x for x in doc["findings"] if x["rule"] == "partial-latest-checkpoint")
+    assert f["status"] == "fail" and f["evidence"][0]["pod"] == "ckpt-doctor-reader-abcde"
