@@ -68,6 +68,8 @@ def test_healthy_listing_changes_no_verdict(bundle: Path) -> None:
 
 
 HALF = ("model.safetensors", "optimizer.pt")
+# the story's discovery keeps only checkpoints holding trainer_state.json (as its ConfigMap's YAML quotes it)
+FILTER = '    ckpts = [c for c in ckpts if os.path.exists(os.path.join(c, \\"trainer_state.json\\"))]\\n'
 
 
 def test_a_half_written_newest_checkpoint_the_program_skips(bundle: Path) -> None:
@@ -80,9 +82,8 @@ def test_a_half_written_newest_checkpoint_the_program_skips(bundle: Path) -> Non
 def test_a_half_written_newest_checkpoint_the_resume_picks(bundle: Path) -> None:
     script = bundle / "configmaps.yaml"
     text = script.read_text()
-    cut = '    ckpts = [c for c in ckpts if os.path.exists(os.path.join(c, \\"trainer_state.json\\"))]\\n'
-    assert cut in text
-    script.write_text(text.replace(cut, ""))
+    assert FILTER in text
+    script.write_text(text.replace(FILTER, ""))
     # written at 09:23, the listing at 10:00 while attempt 1 runs: not a save in progress
     _listing(bundle, _ckpt(150, T + 1600) + _ckpt(200, T + 5000, HALF))
     f = _diag(bundle)["partial-latest-checkpoint"]
@@ -175,7 +176,7 @@ def test_only_the_targets_listings_are_read(bundle: Path) -> None:
     (bundle / "other-trainjob.yaml").write_text(yaml.safe_dump(other))
     script = bundle / "configmaps.yaml"  # a discovery that picks the half-written newest
     text = script.read_text()
-    script.write_text(text.replace('    ckpts = [c for c in ckpts if os.path.exists(os.path.join(c, \\"trainer_state.json\\"))]\\n', ""))
+    script.write_text(text.replace(FILTER, ""))
     half = _ckpt(150, T + 1600) + _ckpt(200, T + 5000, HALF)
     _listing(bundle, half, pod="other-run-node-0-0-abcde")
     with open_bundle(bundle) as snap:
