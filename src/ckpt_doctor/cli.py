@@ -71,12 +71,13 @@ def positive_seconds(text: str) -> float:
 
 
 def listen_address(text: str) -> tuple[str, int]:
-    """argparse type of --listen: `:8085`, `0.0.0.0:8085`, `127.0.0.1:0`, `[::1]:8085` → (host, port); an empty
-    host listens on every address."""
-    host, sep, port = text.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT or :PORT (e.g. :8085)")
-    return host.strip("[]"), int(port)
+    """argparse type of --listen (ckpt_doctor.listen.parse_listen)."""
+    from ckpt_doctor.listen import parse_listen
+
+    try:
+        return parse_listen(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_inspect_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
