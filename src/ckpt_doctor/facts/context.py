@@ -21,6 +21,7 @@ from ckpt_doctor.snapshot import Obj
 
 if TYPE_CHECKING:
     from ckpt_doctor.engine.model import Rule
+    from ckpt_doctor.facts.checkpoints import Volume
 
 NEEDS_CLUSTER = "needs cluster evidence (pods, events, logs); lint sees only manifests"
 # frameworks that save checkpoints unless told not to (HF Trainer's save_strategy, Lightning's
@@ -208,6 +209,13 @@ class Facts:
     @cached_property
     def history(self) -> History:
         return build_history(self.scope, self.sigs)
+
+    @cached_property
+    def volume(self) -> Volume:
+        """The checkpoints on the volume, from the snapshot's listings (facts/checkpoints.py)."""
+        from ckpt_doctor.facts.checkpoints import build_volume
+
+        return build_volume(self)
 
     @cached_property
     def trainer_job(self) -> TrainerJob | None:

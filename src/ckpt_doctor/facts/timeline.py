@@ -105,9 +105,10 @@ class Ending:
 @dataclass
 class Save:
     step: int
-    at: str | None  # the log line's timestamp, when it has one
+    at: str | None  # the log line's timestamp, when it has one (a listing's save: the checkpoint's mtime)
     path: str | None
     evidence: dict[str, Any]
+    source: str = "log"  # log | listing (a complete checkpoint last written inside the attempt's run)
 
 
 @dataclass
@@ -355,6 +356,7 @@ def build_timeline(facts: Facts) -> Timeline:
     items = _structural_items(facts)
     seen = [_attempt_fact(facts, h, a, i, collected, items) for i, a in enumerate(h.attempts)]
     attempts = _with_lost_attempts(facts, h, seen)
+    _listing_saves(facts, attempts)
     _bound_ends(attempts, items, collected)
     _then_from_next(attempts)
     for a in attempts:
@@ -916,6 +918,38 @@ def _lost_fact(index: int | None, how: str, why: str, h: History) -> AttemptFact
     )
 
 
+def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
+    """Saves the checkpoint listings show (frameworks that print nothing when they save: Lightning, DeepSpeed at
+    its default log level): a complete checkpoint last written while an attempt ran is a save of that attempt;
+    before the first attempt seen, of the one lost attempt before it (when exactly one is). A listing shows what
+    survived until it was taken: a save overwritten or rotated away since is not in it."""
+    vol = facts.volume
+    if not vol.seen:
+        return
+    for i, a in enumerate(attempts):
+        t0, t1 = epoch(a.started), epoch(a.ended)
+        if t1 is None and a.running:
+            t1 = max((j.at for j in vol.judged if j.at is not None), default=None)
+        if a.index is None and i == 0 and len(attempts) > 1 and attempts[1].started and not a.started:
+            t0, t1 = float("-inf"), (epoch(attempts[1].started) or 0.0) - 1.0  # the one lost attempt before
+        if t0 is None or t1 is None:
+            continue
+        have = {s.step for s in a.saves}
+        for c, j in sorted(vol.saves_in(t0, t1 + 1.0), key=lambda x: x[0].step or 0):  # whole-second end
+            if c.step is not None and c.step not in have:
+                have.add(c.step)
+                ev = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing",
+                                                                       "line")}  # fmt: skip
+                a.saves.append(Save(c.step, _mtime_text(c.mtime), c.path, ev, "listing"))
+        a.saves.sort(key=lambda s: s.step)
+
+
+def _mtime_text(t: float | None) -> str | None:
+    from ckpt_doctor.facts.listing import epoch_text
+
+    return epoch_text(t) or None
+
+
 def _bound_ends(attempts: list[AttemptFact], items: list[_Item], collected: str) -> None:
     """An attempt whose end is not known ended before the next one began (or before what restarted it)."""
     next_started: list[AttemptFact | None] = [None] * len(attempts)  # the first later attempt with a start
@@ -981,7 +1015,7 @@ def _points(a: AttemptFact, h: History, collected: str) -> list[Point]:
     for e in r.training_progress():
         raw.append((epoch(e.time) if usable else None, e.step, "progress"))  # type: ignore[arg-type]
     for s in a.saves:
-        raw.append((epoch(s.at) if usable else None, s.step, "save"))
+        raw.append((epoch(s.at) if usable or s.source == "listing" else None, s.step, "save"))
     t_start = epoch(a.started)
     t_end = epoch(a.ended) or (epoch(collected) if a.running else None) or epoch(a.ended_by)
     first = a.start_step if a.start_step is not None else min((s for _t, s, _k in raw), default=a.last_step)

@@ -35,7 +35,7 @@ from ckpt_doctor.frameworks.spec import Framework, IORecogniser, Tool
 
 __all__ = ["Framework", "all_frameworks", "get", "register"]
 
-_NOT_FRAMEWORKS = frozenset({"spec"})
+_NOT_FRAMEWORKS = frozenset({"spec", "completeness"})
 _extra: list[Framework] = []
 _memo: dict[str, Any] = {}
 T = TypeVar("T")
@@ -208,6 +208,17 @@ def log_stacks() -> dict[str, str]:
 @_derived
 def bars() -> tuple[Any, ...]:
     return tuple(b for f in all_frameworks() for b in f.bars)
+
+
+@_derived
+def commit_files() -> frozenset[str]:
+    """File names whose presence in a checkpoint says it is complete (`.metadata`, `trainer_state.json`, ...)."""
+    out = set()
+    for f in all_frameworks():
+        for m in f.layout.markers if f.layout is not None else ():
+            if m.means == "complete" and m.where == "inside" and not set(m.name) & set("{*"):
+                out.add(m.name)
+    return frozenset(out)
 
 
 @_derived

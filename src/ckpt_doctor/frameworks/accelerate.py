@@ -160,6 +160,12 @@ FRAMEWORK = Framework(
         ),
         atomic="no",
         note="sampler.bin, scaler.pt and custom_checkpoint_{i}.pkl when there are such objects",
+        parts={
+            "weights": "model.safetensors|pytorch_model.bin|model_{n}.safetensors",
+            "optimizer": "optimizer.bin|optimizer_{n}.bin",
+            "scheduler": "scheduler.bin|scheduler_{n}.bin",
+            "rng": "random_states_{rank}.pkl",
+        },
     ),
     pick=Pick(
         "program",

@@ -133,7 +133,9 @@ FRAMEWORK = Framework(
                 note="under HF Trainer: a tag inside checkpoint-N",
             ),
         ),
-        files=("mp_rank_*_model_states.pt", "*zero_pp_rank_*_mp_rank_*_optim_states.pt"),
+        # ZeRO writes the optimizer's shards beside the model states; without ZeRO they are inside them (the
+        # recordings' runs), so only the model states are required
+        files=("mp_rank_*_model_states.pt|layer_*-model_*-model_states.pt",),
         pointers=(
             Pointer("latest", "tag", note="rank 0 writes it after every rank's files"),
             Pointer("latest_universal", "tag", note="the universal checkpoint's tag"),

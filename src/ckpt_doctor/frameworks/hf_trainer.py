@@ -103,6 +103,16 @@ LAYOUT = Layout(
     ),
     atomic="no",
     note="FSDP adds pytorch_model_fsdp_0/ and optimizer_0/ (DCP); DeepSpeed adds global_step{N}/ and latest",
+    # save_only_model writes the weights, training_args.bin and trainer_state.json, and none of the rest
+    parts={
+        "weights": "model.safetensors|model-*-of-*.safetensors|adapter_model.safetensors|pytorch_model.bin"
+        "|model.safetensors.index.json|pytorch_model_fsdp_0",
+        "optimizer": "optimizer.pt|optimizer_0",
+        "scheduler": "scheduler.pt",
+        "rng": "rng_state.pth|rng_state_{rank}.pth",
+        "scaler": "scaler.pt",
+        "step": "trainer_state.json",
+    },
 )
 
 

@@ -211,6 +211,7 @@ FRAMEWORK = Framework(
         "Lightning's ckpt_path='last' names last.ckpt",
         "lightning.pytorch.trainer.connectors.checkpoint_connector",
         rank=50,
+        name="last.ckpt",
     ),
     config=Config(
         _is_config,

@@ -20,9 +20,10 @@ FRAMEWORK = Framework(
             CheckpointName("*_{step}", "dir", note="step_prefix"),
         ),
         markers=(
-            Marker("*.orbax-checkpoint-tmp-*", "incomplete", "name", note="a save not yet renamed"),
+            # `{step}.orbax-checkpoint-tmp-{ts}` upstream, `30.orbax-checkpoint-tmp` in orbax 0.12's recording
+            Marker("{name}.orbax-checkpoint-tmp*", "incomplete", "name", note="a save not yet renamed"),
             Marker("_CHECKPOINT_METADATA", "complete", "inside", written_last=True),
-            Marker("commit_success.txt", "complete", "inside", written_last=True, note="GCS only"),
+            Marker("commit_success.txt", "complete", "inside", written_last=True, note="GCS only", always=False),
         ),
         atomic="rename",
     ),

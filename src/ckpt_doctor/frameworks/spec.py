@@ -10,8 +10,9 @@ its progress bars (`Bar`) and, for frameworks with Python APIs, the Python reade
 each value is a module's constant, and generating `__eq__`/`__hash__` for them cost start-up time).
 
 `Layout` is written from the frameworks' sources and, where a recording exists, from what a real
-run left on disk (knowledge: platform-signals-and-layouts.md §3). Today's engine reads the names
-and pointers it needs for log paths; the rest is there for readers of checkpoint listings.
+run left on disk (knowledge: platform-signals-and-layouts.md §3). The engine reads the names and
+pointers it needs for log paths, and `frameworks/completeness.py` judges the checkpoints of a
+listing with all of it (tests/frameworks/test_completeness.py checks it against every recording).
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ class Marker:
     where: Where = "inside"
     written_last: bool = False  # the writer makes it after everything else (a commit signal)
     note: str = ""
+    always: bool = True  # every save of the framework writes it (False: some programs or stores only)
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
@@ -180,6 +182,11 @@ class Layout:
     pointers: tuple[Pointer, ...] = ()
     atomic: Atomic = "no"  # file: one file written whole; rename: a temporary name renamed; marker/pointer
     note: str = ""
+    # which files hold which part of the training state (templates, `|` between alternatives): `weights`,
+    # `optimizer`, `scheduler`, `rng`, `scaler`, `step`; a checkpoint without the optimizer's is weights-only
+    parts: Mapping[str, str] = field(default_factory=dict)
+    # for names the program chooses (`*`): what a directory must hold to be one of this framework's checkpoints
+    contains: str = ""
 
     def identify(self, name: str) -> tuple[CheckpointName, dict[str, str]] | None:
         """Which of the framework's names `name` is, with its fields."""
@@ -205,6 +212,7 @@ class Pick:
     description: str  # how the engine says it in a finding's reason
     source: str = ""  # the upstream function that picks
     rank: int = 100  # when several stacks are seen, the lowest rank's pick is named
+    name: str = ""  # `named`: the checkpoint's name (Lightning's `last.ckpt`)
 
 
 @dataclass(frozen=True, eq=False)

@@ -71,9 +71,12 @@ FRAMEWORK = Framework(
                 written_last=True,
                 note="written last by the coordinator; deleted first when a save overwrites",
             ),
-            Marker("__{rank}.metadata", "complete", "inside", written_last=True, note="no-collectives mode"),
+            Marker(
+                "__{rank}.metadata", "complete", "inside", written_last=True, note="no-collectives mode", always=False
+            ),
         ),
         atomic="marker",
+        contains="*.distcp|.metadata|__{rank}.metadata",
     ),
     pick=Pick(
         "program",
