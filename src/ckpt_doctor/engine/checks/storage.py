@@ -172,6 +172,9 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
     looked = _looked_in_changed(h, stacks)
     if looked is not None:
         return looked(facts)
+    listed = _listing_shows_change(facts)
+    if listed is not None:
+        return listed
     if first is not None and last is not None:
         d0, sr, se = first
         lr, le = last
@@ -230,6 +233,40 @@ def _looked_in_changed(h: Any, stacks: tuple[str, ...]) -> Any:
                 )
 
             return result
+    return None
+
+
+def _listing_shows_change(facts: Facts) -> Result | None:
+    """A listing with two directories of one framework's checkpoints, one written only before an attempt began
+    and one only after: that attempt saved into a new directory (the listing is the framework's layout read on the
+    volume: facts/checkpoints.py)."""
+    from ckpt_doctor.facts.timeline import epoch
+
+    vol = facts.volume
+    latest = vol.latest()
+    if latest is None:
+        return None
+    dirs = [d for d in latest.dirs if d.checkpoints and all(c.mtime is not None for c in d.checkpoints)]
+    if len(dirs) < 2:
+        return None
+    for a in facts.history.attempts:
+        t = epoch(a.started)
+        if t is None:
+            continue
+        t += 1.0  # a container's startedAt is whole seconds: it began within the second after
+        before = [d for d in dirs if max(c.mtime or 0.0 for c in d.checkpoints) < t]
+        after = [d for d in dirs if min(c.mtime or 0.0 for c in d.checkpoints) >= t]
+        for old in before:
+            new = next((d for d in after if d.framework == old.framework and d.node.path != old.node.path), None)
+            if new is None:
+                continue
+            return fail(
+                facts.subject(),
+                [latest.evidence(old.checkpoints[-1]), latest.evidence(new.checkpoints[0])],
+                f"the listing shows {old.framework} checkpoints in {old.node.path}, all written before attempt "
+                f"{a.index} began ({a.started}), and in {new.node.path}, all written after: attempt {a.index} saved "
+                "into a new directory",
+            )
     return None
 
 
