@@ -178,6 +178,8 @@ class Run:
     def _went_on(self, events: list[LogEvent], i: int) -> bool:
         e = events[i]
         for x in events[i + 1 :]:
+            if x.kind in ("saved", "sigterm_flush") and x.step == e.step and x.signature not in PRINTED_BEFORE_WRITE:
+                return True  # its completion line: what comes after it is no longer this save's business
             if x.kind in ("error", "save_failed", "oom", "disk_full"):
                 return False
             if x.kind == "progress" and x.step is not None and e.step is not None and x.step > e.step:

@@ -15,9 +15,13 @@ the cost grows with the number of logs, never with their size. Each window is re
    `kubectl logs --timestamps` and `--prefix`, torchrun rank tags (`[rank0]:`, `[default0]:`,
    `0: `), logger formats (HF/LlamaFactory `[INFO|file.py:N] date >> `, `date - LEVEL - name - `,
    DeepSpeed `[date] [INFO] [file:N:fn] [Rank 0] `, `INFO:root:`, glog `I1130 08:01:02.1 pid
-   file:N] `, loguru), a JSON record's message field, and the remains of a tqdm bar that a logger
-   line was appended to. What is left is the event's `message`; the timestamp and rank found on
-   the way become `time` and `rank`. A line longer than `MAX_LINE` characters is cut to
+   file:N] `, loguru), a framework logger's own tag (transformers 5's `[transformers] `, declared in
+   its framework module), and the remains of a tqdm bar that a logger line was appended to. A
+   structured (JSON) record becomes its message followed by its other fields in the logfmt form, so
+   `{"msg": "saved checkpoint", "step": 10, "path": "/c/step-10"}` reads as `saved checkpoint
+   step=10 path=/c/step-10` and one signature reads a record, a logfmt line and a printed sentence
+   alike. What is left is the event's `message`; the timestamp and rank found on the way become
+   `time` and `rank`. A line longer than `MAX_LINE` characters is cut to
    `MAX_LINE` characters around each keyword hit (at most once per keyword and line).
 3. **Matching.** Each candidate signature's pattern, compiled with google-re2 (linear time, no
    backtracking; a pattern re2 cannot compile is refused when the signature is loaded) runs once
@@ -391,6 +395,11 @@ _P_BAR_REMNANT = re.compile(rb"[^%\r\n]{0,160}%\|[^|\n]{0,160}\|[^\[\n]{0,64}\[[
 _JSON_MESSAGE = ("message", "msg", "event", "log", "text")
 _JSON_TIME = ("time", "timestamp", "ts", "@timestamp", "asctime", "date", "datetime")
 _JSON_RANK = ("rank", "global_rank", "RANK")
+_JSON_SKIP = frozenset({"level", "levelname", "severity", "logger", "name", "module", "filename", "funcName", "lineno",
+                        "process", "thread", "threadName", "taskName", "pid", "hostname", "host"})  # fmt: skip
+_JSON_KEY = re.compile(r"[A-Za-z_][\w./-]{0,63}$")
+_JSON_MAX_FIELDS = 24  # fields of one record given to the signatures
+_JSON_MAX_VALUE = 512  # characters of one field's value
 
 
 @dataclass
@@ -444,6 +453,10 @@ def _peel(seg: bytes, line: _Line, allow_bar: bool) -> bytes:
         c = seg[0]
         m = None
         if c == 0x5B:  # [
+            cut = next((len(p) for p in frameworks.log_prefixes() if seg.startswith(p)), 0)
+            if cut:  # a framework logger's own prefix (`[transformers] `)
+                seg = seg[cut:].lstrip()
+                continue
             m = _P_KUBE_PREFIX.match(seg)
             if m is None:
                 m = _P_RANK_TAG.match(seg)
@@ -489,16 +502,9 @@ def _peel(seg: bytes, line: _Line, allow_bar: bool) -> bytes:
             except ValueError:
                 rec = None
             if isinstance(rec, dict):
-                msg = next((rec[k] for k in _JSON_MESSAGE if isinstance(rec.get(k), str)), None)
-                if msg is not None:
-                    tv = next((rec[k] for k in _JSON_TIME if k in rec), None)
-                    line.time = line.time or _json_time(tv)
-                    rv = next((rec[k] for k in _JSON_RANK if k in rec), None)
-                    if line.rank is None and isinstance(rv, int | str) and str(rv).isdigit():
-                        line.rank = int(rv)
-                    seg = msg.encode("utf-8", "replace").strip()
-                    if b"\x1b" in seg:
-                        seg = _ANSI_B.sub(b"", seg)
+                got = _record(rec, line)
+                if got is not None:
+                    seg = got
                     continue
             return seg
         elif 0x41 <= c <= 0x5A:  # an upper-case letter: INFO:root:, glog
@@ -510,6 +516,37 @@ def _peel(seg: bytes, line: _Line, allow_bar: bool) -> bytes:
         if m is None or m.end() == 0:
             return seg
         seg = seg[m.end() :].lstrip()
+    return seg
+
+
+def _record(rec: dict[str, Any], line: _Line) -> bytes | None:
+    """A structured record read as its message followed by its other fields in the logfmt form
+    (`saved checkpoint step=10 path=/ckpt/step-10`), so that one signature reads a JSON record, a logfmt line
+    and a printed sentence alike; its time and rank go to `line`. None: not a log record (no message and no
+    field a signature could read)."""
+    msg = next((rec[k] for k in _JSON_MESSAGE if isinstance(rec.get(k), str)), None)
+    fields = []
+    for k, v in rec.items():
+        if len(fields) >= _JSON_MAX_FIELDS:
+            break
+        if k in _JSON_MESSAGE or k in _JSON_TIME or k in _JSON_RANK or k in _JSON_SKIP or not isinstance(k, str):
+            continue
+        if isinstance(v, bool) or not isinstance(v, str | int | float) or not _JSON_KEY.match(k):
+            continue
+        text = str(v)[:_JSON_MAX_VALUE]
+        if not text or "\n" in text or "\r" in text:
+            continue
+        fields.append(f'{k}="{text}"' if (" " in text or "\t" in text) else f"{k}={text}")
+    if msg is None and not fields:
+        return None
+    tv = next((rec[k] for k in _JSON_TIME if k in rec), None)
+    line.time = line.time or _json_time(tv)
+    rv = next((rec[k] for k in _JSON_RANK if k in rec), None)
+    if line.rank is None and isinstance(rv, int | str) and str(rv).isdigit():
+        line.rank = int(rv)
+    seg = " ".join(([msg.strip()] if msg and msg.strip() else []) + fields).encode("utf-8", "replace")
+    if b"\x1b" in seg:
+        seg = _ANSI_B.sub(b"", seg)
     return seg
 
 

@@ -211,6 +211,13 @@ def bars() -> tuple[Any, ...]:
 
 
 @_derived
+def log_prefixes() -> tuple[bytes, ...]:
+    """Literal line prefixes of frameworks' loggers (`[transformers] `), longest first."""
+    got = {p.encode() for f in all_frameworks() for p in f.logs.prefixes}
+    return tuple(sorted(got, key=lambda p: (-len(p), p)))
+
+
+@_derived
 def path_step() -> re.Pattern[str]:
     """What reads a step off a checkpoint path in a log line (`checkpoint-N`, `global_stepN`, ...)."""
     parts = [p for f in all_frameworks() for p in f.logs.path_steps]

@@ -359,7 +359,10 @@ FRAMEWORK = Framework(
         imports=("trl",),
         python_calls=("TrainingArguments", "Trainer", "get_last_checkpoint"),
     ),
-    logs=Logs(files=("hf-trainer.yaml",), names=("hf-trainer",), path_steps=("checkpoint-",)),
+    # transformers 5 puts `[transformers] ` before every line of its logger (recordings hf-5.24-*)
+    logs=Logs(
+        files=("hf-trainer.yaml",), names=("hf-trainer",), path_steps=("checkpoint-",), prefixes=("[transformers] ",)
+    ),
     layout=LAYOUT,
     pick=Pick(
         "highest-step",

@@ -93,6 +93,9 @@ class Logs:
     names: tuple[str, ...] = ()
     shows_stack: bool = True
     path_steps: tuple[str, ...] = ()  # regex prefixes before the step number in a checkpoint path
+    # literal text the framework's logger puts before each of its lines (transformers 5: `[transformers] `);
+    # the log reader peels it off like a logger format, so a signature sees the message
+    prefixes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
