@@ -71,6 +71,8 @@ import re2
 from ckpt_doctor import frameworks
 from ckpt_doctor.data import rules_dir
 from ckpt_doctor.errors import InputError
+from ckpt_doctor.facts import tracebacks
+from ckpt_doctor.facts.tracebacks import Traceback
 from ckpt_doctor.snapshot import LogRef
 from ckpt_doctor.yamlio import iter_documents
 
@@ -80,6 +82,9 @@ MAX_LINE = 2000  # characters of one line given to a pattern (around the keyword
 EDGE = 4  # training-progress lines kept at the start of a log (a bar's first draw can be its 0/N reset)
 TAIL_EDGE = 2  # and at its end
 MAX_PROBES = 256  # progress lines examined at most from each edge
+# training lines without a step examined from an edge while looking for ones with a step (a loop's bar redrawn
+# every step around the structured record it prints every N steps: recordings dcp-1rank-*-jsonlog)
+STEPLESS = 64
 MAX_PER_SIGNATURE = 256  # events of one signature kept per window (a crafted log repeats lines)
 BLOCK = 16 * 1024  # the keyword pass reports presence per block of this size
 EVENT_KINDS = frozenset(
@@ -101,6 +106,7 @@ EVENT_KINDS = frozenset(
         "finished",
         "overwrite_output",
         "worker_restart",
+        "traceback",
     }
 )
 BAR_KINDS = ("train", "load", "eval", "data", "download", "other")
@@ -127,6 +133,7 @@ class Signature:
     fallback: bool = False  # hand-rolled phrasings: tried after every framework's own signatures
     where: str = ""  # the file it came from
     ignore: bool = False  # a framework's line that is no event: matching it only keeps fallbacks off it
+    redraws: bool = False  # progress: a bar redrawn at every update (tqdm), so its first line shows where it began
 
     def match(self, message: bytes) -> dict[str, bytes] | None:
         """The named groups of the pattern's first match in `message` (UTF-8), or None."""
@@ -151,6 +158,9 @@ class LogEvent:
     bar: str | None = None  # progress only: one of BAR_KINDS
     message: str = ""  # the normalised message the pattern matched
     count: int | None = None  # progress: the bar's own count (batches in the epoch for Lightning)
+    traceback: Traceback | None = None  # kind "traceback": the typed traceback (facts/tracebacks.py)
+    desc: str | None = None  # progress: the bar's description, when it has one
+    redrawn: bool = False  # progress: a line of a bar redrawn at every update (its signature's `redraws`)
 
     def evidence(self, ref: LogRef, attempt: int | None = None) -> dict[str, Any]:
         ev: dict[str, Any] = {
@@ -274,9 +284,13 @@ def _parse_file(doc: Any, where: str) -> list[Signature]:
             raise InputError(f"signature {sid}: `bar:` is for progress signatures, one of {kinds}", where)
         pat = _compile(str(s["pattern"]), sid, "pattern", where)
         unless = _compile(str(s["unless"]), sid, "unless", where) if s.get("unless") else None
+        redraws = bool(s.get("redraws", False))
+        if redraws and event != "progress":
+            raise InputError(f"signature {sid}: `redraws:` is for progress signatures", where)
         sigs.append(
             Signature(
-                sid, fw, event, kws[0], pat, kws, unless, bar, str(sets) if sets else None, fallback, where, ignore
+                sid, fw, event, kws[0], pat, kws, unless, bar, str(sets) if sets else None, fallback, where, ignore,
+                redraws,
             )
         )
     return sigs
@@ -396,7 +410,8 @@ _JSON_MESSAGE = ("message", "msg", "event", "log", "text")
 _JSON_TIME = ("time", "timestamp", "ts", "@timestamp", "asctime", "date", "datetime")
 _JSON_RANK = ("rank", "global_rank", "RANK")
 _JSON_SKIP = frozenset({"level", "levelname", "severity", "logger", "name", "module", "filename", "funcName", "lineno",
-                        "process", "thread", "threadName", "taskName", "pid", "hostname", "host"})  # fmt: skip
+                        "process", "thread", "threadName", "taskName", "pid", "hostname", "host",
+                        "stream"})  # fmt: skip
 _JSON_KEY = re.compile(r"[A-Za-z_][\w./-]{0,63}$")
 _JSON_MAX_FIELDS = 24  # fields of one record given to the signatures
 _JSON_MAX_VALUE = 512  # characters of one field's value
@@ -409,6 +424,8 @@ class _Line:
     time: str | None = None
     rank: int | None = None
     nested: bool = False  # drawn with cursor-up codes: a tqdm bar at position >= 1
+    indent: int | None = None  # a structured record's message: how far it was indented
+    record_message: bytes | None = None  # a structured record's message alone (without its fields)
 
 
 def _utc(text: str, offset: str = "") -> str | None:
@@ -539,6 +556,10 @@ def _record(rec: dict[str, Any], line: _Line) -> bytes | None:
         fields.append(f'{k}="{text}"' if (" " in text or "\t" in text) else f"{k}={text}")
     if msg is None and not fields:
         return None
+    if msg:
+        body = msg.rstrip("\r\n")
+        line.indent = len(body) - len(body.lstrip(" \t"))
+        line.record_message = body.strip().encode("utf-8", "replace")
     tv = next((rec[k] for k in _JSON_TIME if k in rec), None)
     line.time = line.time or _json_time(tv)
     rv = next((rec[k] for k in _JSON_RANK if k in rec), None)
@@ -548,6 +569,21 @@ def _record(rec: dict[str, Any], line: _Line) -> bytes | None:
     if b"\x1b" in seg:
         seg = _ANSI_B.sub(b"", seg)
     return seg
+
+
+def _tb_line(seg: bytes, inner: bool = False) -> tuple[int, bytes]:
+    """A traceback line without its prefixes, and how far it is indented after them (tracebacks.read)."""
+    if b"\x1b" in seg:
+        seg = _ANSI_B.sub(b"", seg)
+    probe = _Line(b"", b"")
+    rest = _peel(seg, probe, allow_bar=False)
+    text = rest.lstrip(b" \t")
+    if probe.indent is not None and not inner:  # a structured record: its message, as a line of its own
+        body = probe.record_message or b""
+        ind, text = _tb_line(b" " * probe.indent + body, inner=True)
+        return ind, text
+    lead = seg[: len(seg) - len(text)] if seg.endswith(text) else b""
+    return len(lead) - len(lead.rstrip(b" \t")), text
 
 
 def _normalise(raw: bytes, s: int, e: int, line_start: int, at_start: bool) -> _Line:
@@ -645,6 +681,7 @@ def _progress(sig: Signature, gd: dict[str, bytes], ev: LogEvent, nested: bool) 
         ev.bar = "train"
         return
     desc = gd.get("desc", b"").decode("utf-8", "replace").strip().rstrip(":").strip()
+    ev.desc = desc or None
     bar = _classify_bar(desc, nested)
     ev.bar = bar
     step = None
@@ -818,12 +855,26 @@ class _Window:
                     claimed = claimed or not (sig.fallback or sig.framework == "generic")
                     continue
                 ev = self._event(sig, gd, line, vs, ve)
+                if ev.kind == "traceback":
+                    self._traceback(ev, ls if vs == s else vs)
                 claimed = claimed or not (sig.fallback or sig.framework == "generic")
                 done.add(sig.event)
                 if ev.kind != sig.event:
                     done.add(ev.kind)
                 self.per_sig[si] = self.per_sig.get(si, 0) + 1
                 self.events.append(ev)
+
+    def _traceback(self, ev: LogEvent, start: int) -> None:
+        """Read the traceback whose header is `ev`'s line; the event stands at its exception line."""
+        tb = tracebacks.read(self.raw, start, _tb_line)
+        ev.traceback = tb
+        if tb.exc_offset >= 0:
+            end = self.raw.find(b"\n", tb.exc_offset)
+            text = self.raw[tb.exc_offset : end if end >= 0 else len(self.raw)]
+            if b"\x1b" in text:
+                text = _ANSI_B.sub(b"", text)
+            ev.offset = tb.exc_offset
+            ev.text = text.decode("utf-8", "replace").strip()[:MAX_LINE]
 
     def _event(self, sig: Signature, gd: dict[str, bytes], line: _Line, s: int, e: int) -> LogEvent:
         text = self.raw[s:e]
@@ -893,13 +944,14 @@ class _Window:
                 if name is not None:
                     ev.window = name
                 if ev.bar == "train":
-                    self.events.append(ev)
                     trained += 1
                     with_step += ev.step is not None
+                    if ev.step is not None or trained - with_step <= 2 * edge:
+                        self.events.append(ev)
                 elif (ev.bar or "", ev.message[:24]) not in seen_desc:
                     seen_desc.add((ev.bar or "", ev.message[:24]))
                     self.events.append(ev)
-            if with_step >= edge or trained >= 2 * edge:
+            if with_step >= edge or trained - with_step >= STEPLESS:
                 return
             other = ev is not None and ev.bar != "train"
             if forward:  # past this segment; past the whole physical line for another bar
@@ -921,17 +973,24 @@ class _Window:
         if order is None:
             order = sorted({i for k in ks for i in idx.progress_sigs[k]}, key=idx.priority.__getitem__)
             self._orders[key] = order
-        for si in order:
-            sig = idx.sigs[si]
-            gd = sig.match(line.bar_message)
-            if gd is None or (sig.unless is not None and _search(sig.unless, line.bar_message) is not None):
-                continue
-            if sig.sets == "total_steps":
-                self.total_steps = _int(gd.get("total")) or self.total_steps
-            ev = self._event(sig, gd, line, s, e)
-            _progress(sig, gd, ev, line.nested)
-            return ev
-        return None
+        first: LogEvent | None = None
+        for text in (line.bar_message, line.message) if line.message != line.bar_message else (line.bar_message,):
+            # a bar's remnant with a logger's line after it: the line's own progress counts when it has a step
+            for si in order:
+                sig = idx.sigs[si]
+                gd = sig.match(text)
+                if gd is None or (sig.unless is not None and _search(sig.unless, text) is not None):
+                    continue
+                if sig.sets == "total_steps":
+                    self.total_steps = _int(gd.get("total")) or self.total_steps
+                ev = self._event(sig, gd, line, s, e)
+                _progress(sig, gd, ev, line.nested)
+                ev.redrawn = sig.redraws
+                if ev.step is not None or ev.bar != "train" or text is line.message:
+                    return ev if ev.step is not None or first is None else first
+                first = first or ev
+                break
+        return first
 
     def finish(self) -> list[LogEvent]:
         self.events.sort(key=lambda ev: ev.offset)
@@ -1014,7 +1073,106 @@ def scan_log(ref: LogRef, sigs: list[Signature], head: int = HEAD_BYTES, tail: i
     times.extend(e.time for e in summary.events if e.time)
     if times:
         summary.first_time, summary.last_time = min(times), max(times)
+    _crash_while_loading(summary)
     return summary
+
+
+# -- what a framework's bar counts, once the program is known ---------------------------------------------
+def resolve_progress(s: LogSummary, program: Any) -> None:
+    """Give a framework's training bars their global step from its rule (`Bar.step`), in a program whose code
+    shows the framework: Lightning's `Epoch 0: k/M` counts batches, the global step only when each batch is one
+    optimizer step, which the program's Trainer says. A step the bar's own postfix shows (`step=`) is kept."""
+    stacks = set(getattr(program, "stacks", None) or ())
+    rules = [b for fw, b in frameworks.bar_rules() if fw in stacks]
+    if not rules:
+        return
+    for e in s.of("progress"):
+        if e.bar != "train" or e.desc is None:
+            continue
+        bar = next((b for b in rules if b.rx.match(e.desc)), None)
+        if bar is None or _POSTFIX_STEP.search(e.message.rpartition("[")[2]):
+            continue
+        assert bar.step is not None
+        e.step = bar.step(e.epoch, e.count, e.total, program)
+
+
+# -- a crash while loading ------------------------------------------------------------------------------
+_MISSING = re.compile(r"FileNotFoundError|No such file or directory|\[Errno 2\]|ENOENT|does not exist|not found")
+_QUOTED_PATH = re.compile(r"""['"]([^'"\s]*/[^'"\s]+)['"]""")
+
+
+def _crash_while_loading(s: LogSummary) -> None:
+    """A run that stopped with a traceback before it trained a step, after its resume line or through a
+    framework's loading code (`Logs.load_frames`), crashed while loading a checkpoint, whatever its exception
+    says: a `load-crash` event is added at the exception line of the program's own traceback (the first one
+    through a frame of the program; else the first one), `partial_checkpoint` when a traceback on the way says
+    a file inside the checkpoint being resumed is missing (it is incomplete), else `resume_error`. Nothing is
+    added when the log names the failure already (a known signature), when the run trained after all (a
+    traceback it logged and survived), or when the lines between the two were not read."""
+    if s.of("resume_error") or s.of("partial_checkpoint"):
+        return  # a known failure text already says it
+    events = s.events
+    resume = next((e for e in events if e.kind == "resumed"), None)
+    after = events[events.index(resume) + 1 :] if resume is not None else events
+    if any(_trained(e, resume) for e in after):
+        return
+    tbs = [e for e in after if e.kind == "traceback" and e.traceback is not None and e.traceback.exc_type]
+    if not tbs:
+        return
+    if resume is None:
+        frames = frameworks.load_frames()
+        if frames is None or not any(frames.search(f"{f.file}:{f.function}") for e in tbs
+                                     for f in e.traceback.frames):  # type: ignore[union-attr]  # fmt: skip
+            return  # an error before training, and nothing says it was loading a checkpoint
+    crash = next((e for e in tbs if e.traceback.program_frame is not None), tbs[0])  # type: ignore[union-attr]
+    if resume is not None and resume.window != crash.window and not s.whole:
+        return  # the middle of the log, between them, was not read
+    _add_load_crash(s, crash, [e.traceback for e in tbs], resume)  # type: ignore[misc]
+
+
+def _trained(e: LogEvent, resume: LogEvent | None) -> bool:
+    """Whether the event shows training went on (a step past where the run began, a save, the end)."""
+    if e.kind in ("saved", "save_started", "sigterm_flush", "finished"):
+        return True
+    if e.kind == "progress" and e.bar == "train":
+        began = resume.step if resume is not None and resume.step is not None else 0
+        return e.step is None or e.step > began
+    return False
+
+
+def _add_load_crash(s: LogSummary, at: LogEvent, tbs: list[Traceback], resume: LogEvent | None) -> None:
+    tb = at.traceback
+    assert tb is not None
+    ckpt = resume.path if resume is not None else None
+    step = resume.step if resume is not None else None
+    inside: str | None = None
+    for t in tbs:  # a missing file inside the checkpoint being resumed, said by any traceback on the way
+        if not _MISSING.search(t.exception):
+            continue
+        for missing in _QUOTED_PATH.findall(t.message):
+            parent = missing.rstrip("/").rsplit("/", 1)[0]
+            if (ckpt and missing.startswith(ckpt.rstrip("/") + "/")) or (
+                not ckpt and step is not None and _step_from_path(parent) == step
+            ):
+                inside = inside or parent
+    kind = "partial_checkpoint" if inside else "resume_error"
+    ckpt = ckpt or inside
+    ev = LogEvent(
+        kind=kind,
+        signature="load-crash",
+        framework="generic",
+        text=at.text,
+        step=step,
+        path=ckpt,
+        line=at.line,
+        window=at.window,
+        offset=at.offset,
+        time=at.time,
+        rank=at.rank,
+        message=tb.summary()[:MAX_LINE],
+        traceback=tb,
+    )
+    s.events.insert(s.events.index(at) + 1, ev)
 
 
 def _merge_tail(summary: LogSummary, tail_events: list[LogEvent], base: int | None, head_len: int) -> None:
