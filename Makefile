@@ -43,6 +43,9 @@ bench: $(STAMP)
 
 # every other bench, each with its own question (see its docstring); the watcher's runs ten minutes
 bench-all: bench
+	$(BIN)/python bench/bench_diagnose.py --points 1024:400 4096:1600 --rounds 3
+	$(BIN)/python bench/bench_diagnose.py --crashloop 100 400
+	$(BIN)/python bench/bench_formats.py
 	$(BIN)/python bench/bench_logs.py
 	$(BIN)/python bench/bench_redact.py
 	$(BIN)/python bench/bench_shell_parsers.py

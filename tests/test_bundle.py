@@ -199,3 +199,34 @@ def test_an_object_file_under_logs_is_said_not_read(tmp_path: Path) -> None:
     (d / "runtime.yaml").rename(d / "team" / "logs" / "runtime.yaml")
     snap = load_bundle(d)
     assert any(n.startswith("team/logs/runtime.yaml: under logs/") for n in snap.notes), snap.notes
+
+
+def test_configmaps_nothing_names_are_counted_not_read_and_never_absent(tmp_path: Path) -> None:
+    """A namespace dump of ConfigMaps: the one the pods mount is read as before (the diagnosis is the same),
+    the others are set aside unparsed, counted in a note, and known to be in the bundle, not absent."""
+    from ckpt_doctor.coverage import ABSENT
+
+    root = tmp_path / "b"
+    shutil.copytree(ROOT / "examples" / "healthy-resume", root)
+    mounted = (root / "configmaps.yaml").read_text()
+    (root / "configmaps.yaml").unlink()
+    items = "".join(
+        f"- apiVersion: v1\n  data:\n    k: v{i}\n  kind: ConfigMap\n  metadata:\n    name: unrelated-{i}\n"
+        f"    namespace: team-a\n"
+        for i in range(50)
+    )
+    items += "- apiVersion: v1\n  data:\n    DB_PASSWORD: hunter2-x9\n  kind: ConfigMap\n  metadata:\n    name: creds\n"
+    body = mounted.split("items:\n", 1)[1].split("\nmetadata:", 1)[0] + "\n"  # the mounted one, last
+    tail = "kind: List\nmetadata:\n  resourceVersion: ''\n"
+    (root / "dump.yaml").write_text(f"apiVersion: v1\nitems:\n{items}{body}{tail}")
+    with open_bundle(ROOT / "examples" / "healthy-resume") as whole, open_bundle(root) as snap:
+        # one that may hold a credential is read as before (the redactor learns from what is read)
+        assert sorted(c.name for c in snap.of_kind("ConfigMap")) == sorted(["creds", "sft-resumable-script"])
+        mounted_cm = next(c for c in snap.of_kind("ConfigMap") if c.name == "sft-resumable-script")
+        assert mounted_cm.raw == whole.of_kind("ConfigMap")[0].raw
+        assert any("50 ConfigMap(s)" in n and "counted, not read" in n for n in snap.notes)
+        known = snap.coverage.object("ConfigMap", "unrelated-7", "team-a", False)
+        assert known.state != ABSENT and "not read" in known.reason
+        assert snap.coverage.kind("ConfigMap").state == "seen"
+        a, b = diagnose_snapshot(whole), diagnose_snapshot(snap)
+        assert [(f.rule.id, f.status) for f in a.findings] == [(f.rule.id, f.status) for f in b.findings]

@@ -376,9 +376,31 @@ class Snapshot:
         return None
 
     def logs_of(self, pod: str) -> Iterator[LogRef]:
-        for (p, _c, _prev), ref in self.logs.items():
-            if p == pod:
+        """The logs of one pod, in the order they were added. Through an index of the logs by pod, built on the
+        first call and rebuilt when `logs` changed: a caller asking for every pod's logs walks them once."""
+        for key in self.log_index().get(pod, ()):
+            ref = self.logs.get(key)
+            if ref is not None:
                 yield ref
+
+    def log_index(self) -> dict[str, list[LogKey]]:
+        """The keys of `logs` by pod name (rebuilt when keys were added or removed since it was made)."""
+        idx = self.__dict__.get("_logs_by_pod")
+        if idx is None or idx[0] is not self.logs or idx[1] != len(self.logs) or not _same_keys(idx[2], self.logs):
+            by: dict[str, list[LogKey]] = {}
+            for key in self.logs:
+                by.setdefault(key[0], []).append(key)
+            idx = self.__dict__["_logs_by_pod"] = (self.logs, len(self.logs), by)
+        return idx[2]
+
+
+def _same_keys(by_pod: dict[str, list[LogKey]], logs: dict[LogKey, LogRef]) -> bool:
+    """Whether an index of the logs by pod still holds `logs`' keys (same count checked by the caller): the
+    newest key of the dict (dicts keep insertion order) must be in it, which a removal and an addition break."""
+    if not logs:
+        return not by_pod
+    last = next(reversed(logs))
+    return last in by_pod.get(last[0], ())
 
 
 def _rv(o: Obj) -> int | None:

@@ -57,9 +57,9 @@ def _no_checkpoint_contradicts_a_resume(d: Diagnosis, st: dict[str, str], h: His
     detail = f.result.detail or ""
     for a in h.attempts:
         if detail.startswith(f"attempt {a.index} "):
-            nxt = [b for b in h.attempts if b.index == a.index + 1]
-            if nxt:
-                kind, step, _r, _e = h.attempt_start(nxt[0])
+            nxt = h.next_attempt(a.index)
+            if nxt is not None:
+                kind, step, _r, _e = h.attempt_start(nxt)
                 if kind == "resumed" and step:
                     return (
                         f"no-checkpoint-before-interruption says attempt {a.index} never saved, yet attempt "

@@ -246,7 +246,24 @@ class History:
         return [r for a in self.attempts for r in a.runs]
 
     def attempt(self, number: int) -> Attempt:
-        return next(a for a in self.attempts if a.index == number)
+        got = self.numbered(number)
+        if got is None:
+            raise StopIteration(number)
+        return got
+
+    def numbered(self, number: int) -> Attempt | None:
+        """The attempt numbered `number`, or None: one dict lookup (the attempts indexed by number once)."""
+        idx = self.__dict__.get("_by_number")
+        if idx is None or idx[0] != len(self.attempts):
+            by: dict[int, Attempt] = {}
+            for a in self.attempts:
+                by.setdefault(a.index, a)
+            idx = self.__dict__["_by_number"] = (len(self.attempts), by)
+        return idx[1].get(number)
+
+    def next_attempt(self, number: int) -> Attempt | None:
+        """The attempt after attempt `number` (numbered `number + 1`), or None."""
+        return self.numbered(number + 1)
 
     def later_attempts(self) -> list[Attempt]:
         """Attempts that are not the very first start of the TrainJob."""
@@ -257,14 +274,25 @@ class History:
         """How attempt `a` began, from all its runs: 'fresh' when any run started at step 0, else
         'resumed' (the step its runs agree on, the highest when they do not), 'pending' when none of
         its containers has started yet, else 'unknown'.
-        In a multi-node attempt often only rank 0 prints how it began."""
+        In a multi-node attempt often only rank 0 prints how it began.
+
+        Computed once per attempt (it walks the attempt's runs): the rules ask it once per run of the attempt
+        before, which made a walk of every run per run, quadratic in pods."""
+        cached = a.__dict__.get("_start")
+        if cached is None or cached[0] != len(a.runs):
+            cached = a.__dict__["_start"] = (len(a.runs), self._attempt_start(a))
+        return cached[1]
+
+    @staticmethod
+    def _attempt_start(a: Attempt) -> tuple[str, int | None, Run | None, LogEvent | None]:
         if a.runs and all(r.not_started for r in a.runs):
             return "pending", None, a.runs[0], None
-        fresh = [(r, r.start()) for r in a.runs if r.start()[0] == "fresh"]
+        starts = [(r, r.start()) for r in a.runs]
+        fresh = [(r, st) for r, st in starts if st[0] == "fresh"]
         if fresh:
             r, (_k, _s, ev) = fresh[0]
             return "fresh", 0, r, ev
-        resumed = [(r, r.start()) for r in a.runs if r.start()[0] == "resumed"]
+        resumed = [(r, st) for r, st in starts if st[0] == "resumed"]
         if resumed:
             r, (_k, step, ev) = max(resumed, key=lambda x: x[1][1] or 0)
             return "resumed", step, r, ev
@@ -430,7 +458,11 @@ def build_history(
 
 def _mark_skipped(runs: list[Run]) -> None:
     """A run that says it skipped an incomplete checkpoint (`skipping incomplete checkpoint-300`) proves
-    that the earlier runs' save of that step died half-way: it does not count as a saved step."""
+    that the earlier runs' save of that step died half-way: it does not count as a saved step.
+
+    Earlier runs: those of earlier attempts, and the previous instances of the same attempt's other runs. The
+    steps are gathered per attempt first, so every rank printing the line costs one walk, not one per rank."""
+    said: dict[int, set[int]] = {}  # id(run) -> the steps it skipped
     for r in runs:
         if r.log is None:
             continue
@@ -442,13 +474,32 @@ def _mark_skipped(runs: list[Run]) -> None:
                 step = int(m.group(1)) if m else None
             if step is not None:
                 steps.add(step)
-        if not steps:
-            continue
-        for x in runs:
-            if x.attempt < r.attempt or (x.attempt == r.attempt and x is not r and x.previous):
-                x.skipped = x.skipped | frozenset(steps)
-                x.__dict__.pop("_saves", None)
-                x.__dict__.pop("_save_outcomes", None)
+        if steps:
+            said[id(r)] = steps
+    if not said:
+        return
+    per_attempt: dict[int, dict[int, int]] = {}  # attempt -> step -> how many of its runs skipped it
+    for r in runs:
+        for step in said.get(id(r), ()):
+            counts = per_attempt.setdefault(r.attempt, {})
+            counts[step] = counts.get(step, 0) + 1
+    later: dict[int, frozenset[int]] = {}  # attempt -> the steps any later attempt skipped
+    acc: set[int] = set()
+    attempts = sorted({r.attempt for r in runs} | set(per_attempt), reverse=True)
+    for a in attempts:
+        later[a] = frozenset(acc)
+        acc |= set(per_attempt.get(a, {}))
+    for x in runs:
+        steps = set(later.get(x.attempt, ()))
+        if x.previous:
+            own = said.get(id(x), set())
+            for step, n in per_attempt.get(x.attempt, {}).items():
+                if n - (step in own) > 0:
+                    steps.add(step)
+        if steps:
+            x.skipped = x.skipped | frozenset(steps)
+            x.__dict__.pop("_saves", None)
+            x.__dict__.pop("_save_outcomes", None)
 
 
 def _runs_of_deleted_pods(scope: Scope, kept: list[Run]) -> list[Run]:
@@ -465,11 +516,12 @@ def _runs_of_deleted_pods(scope: Scope, kept: list[Run]) -> list[Run]:
     rjobs = "|".join(re.escape(n) for n in sorted(scope.trainer_job_names()))
     shape = re.compile(rf"^{re.escape(tj.name)}-(?P<rjob>{rjobs})-(?P<job>\d+)-(?P<idx>\d+)-[a-z0-9]{{5}}$")
     out: list[Run] = []
+    with_trainer = {k[0] for k in scope.snap.logs if k[1] == TRAINER_CONTAINER}
     for (pod, container, previous), _ref in sorted(scope.snap.logs.items(), key=lambda kv: kv[0]):
         m = shape.match(pod)
         if m is None or pod in names:
             continue
-        if container != TRAINER_CONTAINER and any(k[0] == pod and k[1] == TRAINER_CONTAINER for k in scope.snap.logs):
+        if container != TRAINER_CONTAINER and pod in with_trainer:
             continue
         labels = {
             JOBSET_NAME_LABEL: tj.name,
@@ -609,9 +661,13 @@ def _group(h: History, runs: list[Run]) -> None:
         key = (r.restart_attempt, idx)
         r.generation = seen.get(key, -1) + 1
         seen[key] = r.generation
+    current = {}  # a previous run's twin (the current run of its pod), by pod: one walk, not one per run
+    for r in runs:
+        if not r.previous:
+            current.setdefault(id(r.pod), r)
     for r in runs:
         if r.previous:
-            twin = next((x for x in runs if x.pod is r.pod and not x.previous), None)
+            twin = current.get(id(r.pod))
             r.generation = twin.generation if twin else 0
     groups: dict[tuple[int, int, int], list[Run]] = {}
     for r in runs:

@@ -799,7 +799,7 @@ def _what(ev: dict[str, Any]) -> str:
 def _ra_of(h: History, fact: AttemptFact) -> int | None:
     if fact.index is None:
         return None
-    a = next((x for x in h.attempts if x.index == fact.index), None)
+    a = h.numbered(fact.index)
     if a is None or not a.runs:
         return None
     return min(r.restart_attempt for r in a.runs)
@@ -837,10 +837,16 @@ def _lost_fact(index: int | None, how: str, why: str, h: History) -> AttemptFact
 
 def _bound_ends(attempts: list[AttemptFact], items: list[_Item], collected: str) -> None:
     """An attempt whose end is not known ended before the next one began (or before what restarted it)."""
+    next_started: list[AttemptFact | None] = [None] * len(attempts)  # the first later attempt with a start
+    found: AttemptFact | None = None
+    for i in range(len(attempts) - 1, -1, -1):
+        next_started[i] = found
+        if attempts[i].started:
+            found = attempts[i]
     for i, a in enumerate(attempts):
         if a.ended or a.running or a.start == "pending":
             continue
-        nxt = next((x for x in attempts[i + 1 :] if x.started), None)
+        nxt = next_started[i]
         bound = epoch(nxt.started) if nxt is not None else None
         if a.index is None or a.inferred:
             # what restarted or resumed it came before the next attempt
@@ -885,7 +891,7 @@ def _points(a: AttemptFact, h: History, collected: str) -> list[Point]:
     step; times from usable log timestamps, else interpolated between its start and end."""
     if a.index is None or (a.start_step is None and a.last_step is None):
         return []
-    att = next((x for x in h.attempts if x.index == a.index), None)
+    att = h.numbered(a.index)
     if att is None:
         return []
     r = _primary(att.runs)
@@ -947,17 +953,23 @@ def _gpus_for_inferred(facts: Facts, attempts: list[AttemptFact]) -> None:
 
 
 def _interruptions(attempts: list[AttemptFact], collected: str) -> list[Interruption]:
+    """One pass over the attempts: the newest save so far and the last attempt that worked are carried along
+    (a crash loop of hundreds of attempts stays linear)."""
     out = []
+    best_save: int | None = None
+    worked: int | None = None  # the latest attempt after the first that did not never-run (did_work not False)
     for j in range(1, len(attempts)):
         nxt = attempts[j]
+        before = attempts[j - 1]
+        if before.newest_save is not None:
+            best_save = before.newest_save if best_save is None else max(best_save, before.newest_save)
+        if j - 1 > 0 and before.did_work is not False:
+            worked = j - 1
         # the attempt before that trained (one that never ran did no work to lose)
-        i = j - 1
-        while i > 0 and attempts[i].did_work is False:
-            i -= 1
+        i = worked if worked is not None else 0
         prev = attempts[i]
         if prev.did_work is False:
             continue
-        best_save = max((a.newest_save for a in attempts[:j] if a.newest_save is not None), default=None)
         steps, unknown = _steps_lost(prev, nxt)
         behind = best_save - nxt.start_step if best_save is not None and nxt.start_step is not None else None
         behind = behind if behind is not None and behind > 0 else (0 if behind is not None else None)

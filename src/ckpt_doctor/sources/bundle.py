@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import tarfile
 import tempfile
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckpt_doctor.coverage import apply_absent_or_log, apply_gap, kind_of_word
+from ckpt_doctor.coverage import UNKNOWN, Known, apply_absent_or_log, apply_gap, kind_of_word
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.snapshot import Gap, LogRef, Obj, Origin, Snapshot
 from ckpt_doctor.typed import clean_meta, unreadable_object
@@ -176,7 +177,154 @@ def _log_key(rel: Path) -> tuple[str, str, bool] | None:
     return None
 
 
-def read_objects_file(path: Path, display: str, snap: Snapshot | None = None) -> list[Obj]:
+# A namespace dump (`kubectl get configmaps -o yaml`) may hold tens of thousands of ConfigMaps that nothing of the
+# TrainJob mounts. In a kubectl-shaped YAML list they are set aside as text, unparsed, and read only when an object
+# of the bundle names them (a volume, a projected source, envFrom, an env value); the rest are counted.
+_ITEMS = re.compile(r"^items:[ \t]*\n(?=- )", re.M)
+_ITEMS_END = re.compile(r"^(?!- |[ \t#]|$)", re.M)  # the first line after the items that is not an item's
+_ROOT_KEYS = ("\nkind:", "\nmetadata:", "\napiVersion:", "\n---", "\n...")
+_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s,\]}]")
+_CM_KIND = re.compile(r"^  kind: ConfigMap[ \t]*$", re.M)
+_META_END = re.compile(r"\n(?!    |\n)")  # the end of the metadata block: a line indented less than its keys
+_CREDENTIAL_HINTS = ("pass", "secret", "token", "key", "cred", "auth", "pwd", "priv", "sign", "cert", "session",
+                     "cookie", "bearer")  # fmt: skip
+_DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")  # a plain name, nothing YAML would read otherwise
+
+
+@dataclass
+class _SetAside:
+    """ConfigMaps of one file kept as text: (name, the item's text)."""
+
+    display: str
+    configmaps: list[tuple[str, str]]
+    path: Path | None = None
+
+
+def _set_aside_configmaps(text: str, display: str) -> tuple[str, _SetAside | None]:
+    """Split a kubectl-shaped `items:` list: the ConfigMap items go aside as text (not parsed), the others stay.
+
+    Only items whose shape is unmistakable are set aside (a top-level `kind: ConfigMap`, one top-level kind, a
+    plain name under metadata); anything else stays in the text and is parsed as before. A file with an anchor is
+    not split (items could share nodes); without anchors, what fails to parse in a part fails in the whole, and
+    the whole file is then read to report the error as it always was."""
+    m = _ITEMS.search(text)
+    if m is not None and "&" in text and _ANCHOR.search(text):
+        return text, None  # anchors: items may share nodes, keep the file whole
+    if m is None or len(_CM_KIND.findall(text, m.end())) < 2:
+        return text, None
+    start = m.end()
+    end = _items_end(text, start)
+    aside: list[tuple[str, str]] = []
+    kept: list[str] = [text[:start]]
+    pos = start
+    while pos < end:
+        nxt = text.find("\n- ", pos, end)
+        stop = end if nxt < 0 else nxt + 1
+        item = text[pos:stop]
+        name = _configmap_name(item)
+        if not item.endswith("\n"):
+            item += "\n"
+        if name is None:
+            kept.append(item)
+        else:
+            aside.append((name, item))
+        pos = stop
+    if not aside:
+        return text, None
+    kept.append(text[end:])
+    if len(kept) == 2:  # nothing but ConfigMaps: an empty list keeps the document's shape
+        kept[0] = text[: m.start()] + "items: []\n"
+    return "".join(kept), _SetAside(display, aside)
+
+
+def _items_end(text: str, start: int) -> int:
+    """Where the block of items that starts at `start` ends: the first line at column 0 that is no item's.
+
+    kubectl writes `kind:` and `metadata:` after `items:`; the first of the root keys found is checked by
+    counting (every line of the block must start with `- `, a blank, a `#`, or be empty), else searched for."""
+    found = [i for i in (text.find(k, start - 1) for k in _ROOT_KEYS) if i >= 0]
+    cand = min(found) + 1 if found else len(text)
+    region = text[start - 1 : cand]
+    lines = region.count("\n") - (1 if region.endswith("\n") else 0)
+    ok = sum(region.count(p) for p in ("\n- ", "\n ", "\n\t", "\n#", "\n\n")) >= lines
+    if ok:
+        return cand
+    end_m = _ITEMS_END.search(text, start)
+    return end_m.start() if end_m else len(text)
+
+
+def _configmap_name(item: str) -> str | None:
+    """The name of an item that is a ConfigMap in kubectl's shape (one top-level kind, a plain name), else None.
+
+    An item with a word that may name a credential is read as before, whatever it holds: the redactor learns
+    the credentials of the objects it reads (by their names) and replaces them wherever they appear."""
+    if not item.startswith("- ") or item.count("\n  kind:") != 1 or "\n  kind: ConfigMap\n" not in item:
+        return None
+    low = item.lower()
+    if any(w in low for w in _CREDENTIAL_HINTS):
+        return None
+    i = item.find("\n  metadata:\n")
+    if i < 0:
+        return None
+    end_m = _META_END.search(item, i + 1)
+    end = end_m.start() if end_m else len(item)
+    if item.count("\n    name: ", i, end) != 1:
+        return None
+    j = item.find("\n    name: ", i, end) + len("\n    name: ")
+    value = item[j : item.find("\n", j)].rstrip(" \t")
+    return value if _DNS_NAME.fullmatch(value) else None
+
+
+def _named_configmaps(snap: Snapshot) -> set[str]:
+    """Every ConfigMap name an object of the bundle gives: volumes, projected sources, envFrom, env values (keys
+    `configMap`, `configMapRef`, `configMapKeyRef` anywhere), and each TrainJob's runtime snapshot."""
+    names: set[str] = set()
+    stack: list[Any] = [o.raw for o in snap.objects if o.kind != "Event"]
+    names.update(f"{o.name}-runtime-snapshot" for o in snap.of_kind("TrainJob"))
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k in ("configMap", "configMapRef", "configMapKeyRef") and isinstance(x, dict) and x.get("name"):
+                    names.add(str(x["name"]))
+                if isinstance(x, dict | list):
+                    stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(x for x in v if isinstance(x, dict | list))
+    return names
+
+
+def _read_set_aside(snap: Snapshot, aside: list[_SetAside]) -> None:
+    """The set-aside ConfigMaps the bundle names are parsed and added; the others are counted, and known to be in
+    the bundle (unread), never absent."""
+    named = _named_configmaps(snap)
+    for part in aside:
+        wanted = [item for name, item in part.configmaps if name in named]
+        if wanted:
+            text = "apiVersion: v1\nitems:\n" + "".join(wanted) + "kind: List\n"
+            try:
+                objs = _objects(text, part.display, snap)
+            except InputError:
+                if part.path is not None:  # the whole file, to report its error as it always was
+                    _objects(part.path.read_text(encoding="utf-8", errors="replace"), part.display, snap)
+                raise
+            for o in objs:
+                snap.add(o, dedupe=True)
+        for name, _item in part.configmaps:
+            if name not in named:
+                why = f"in {part.display}, not read: no object of the bundle mounts or names it"
+                snap.coverage.object_known("ConfigMap", name, None, Known(UNKNOWN, why))
+        left = sum(1 for name, _ in part.configmaps if name not in named)
+        if left:
+            snap.notes.append(
+                f"{part.display}: {left} ConfigMap(s) that no object of the bundle mounts or names were counted, "
+                "not read"
+            )
+
+
+def read_objects_file(
+    path: Path, display: str, snap: Snapshot | None = None, aside: list[_SetAside] | None = None
+) -> list[Obj]:
     try:
         if path.stat().st_size > MAX_OBJECT_FILE:
             raise InputError("object file larger than 512 MiB; split it", display)
@@ -186,6 +334,20 @@ def read_objects_file(path: Path, display: str, snap: Snapshot | None = None) ->
     if b"\x00" in data[:8192]:
         raise InputError("binary file where Kubernetes YAML/JSON was expected", display)
     text = data.decode("utf-8", errors="replace")
+    if aside is not None and not text.lstrip().startswith(("{", "[")):
+        rest, part = _set_aside_configmaps(text, display)
+        if part is not None:
+            part.path = path
+            try:
+                objs = _objects(rest, display, snap)
+            except InputError:
+                return _objects(text, display, snap)  # the whole file, to report its error as it always was
+            aside.append(part)
+            return objs
+    return _objects(text, display, snap)
+
+
+def _objects(text: str, display: str, snap: Snapshot | None) -> list[Obj]:
     rejects: list[dict[str, Any]] = []
     objs = [Obj(raw, Origin(display)) for raw in kube_objects(text, display, rejects)]
     if snap is not None:
@@ -202,6 +364,7 @@ def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
     """
     root = Path(path) if keep_dir is None else keep_dir
     snap = Snapshot(source="bundle", location=str(path))
+    aside: list[_SetAside] = []
     for f in files_under(root, snap.notes):
         rel = f.relative_to(root)
         if "logs" in rel.parts[:-1]:  # logs/ at the root, or in a sub-bundle merged by hand
@@ -215,7 +378,7 @@ def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
         if f.suffix.lower() not in OBJECT_SUFFIXES:
             continue
         display = str(rel)
-        objs = read_objects_file(f, display, snap)
+        objs = read_objects_file(f, display, snap, aside)
         for o in objs:
             if o.kind == "Bundle" and o.api_version.startswith("ckpt-doctor/"):
                 _apply_meta(snap, o.raw, display)
@@ -223,10 +386,13 @@ def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
                 snap.add(o, dedupe=True)
         if rel == Path("bundle.yaml") and not objs:
             _read_plain_meta(snap, f, display)
+    if aside:
+        _read_set_aside(snap, aside)
     for pod in snap.of_kind("Pod"):
         for ref in snap.logs_of(pod.name):
             ref.namespace = pod.namespace
-    snap.coverage.presence({o.kind for o in snap.objects}, "bundle")
+    kinds = {o.kind for o in snap.objects} | ({"ConfigMap"} if aside else set())  # counted ones were collected
+    snap.coverage.presence(kinds, "bundle")
     return snap
 
 

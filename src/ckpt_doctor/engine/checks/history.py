@@ -60,10 +60,10 @@ def partial_latest(facts: Facts, rule: Rule) -> Result:
     for r in runs:
         assert r.log is not None
         for died in r.died_saves():
-            nxt = [a for a in h.attempts if a.index == r.attempt + 1]
-            if not nxt:
+            nxt = h.next_attempt(r.attempt)
+            if nxt is None:
                 continue
-            kind, step, nr, rev = h.attempt_start(nxt[0])
+            kind, step, nr, rev = h.attempt_start(nxt)
             if kind == "resumed" and step == died.step and nr is not None and rev is not None and nr.log is not None:
                 return fail(
                     facts.subject(),
@@ -90,8 +90,8 @@ def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
         return ok(reason="no attempt was interrupted before a later one")
     unknown: list[str] = []
     for r in {id(x): x for x in ended}.values():
-        nxt = [a for a in h.attempts if a.index == r.attempt + 1]
-        kind, step, _nr, _ev = h.attempt_start(nxt[0]) if nxt else ("unknown", None, None, None)
+        nxt = h.next_attempt(r.attempt)
+        kind, step, _nr, _ev = h.attempt_start(nxt) if nxt is not None else ("unknown", None, None, None)
         if kind == "resumed" and step:
             continue  # the next attempt resumed from a saved step: a checkpoint existed before the interruption
         if r.log is None:

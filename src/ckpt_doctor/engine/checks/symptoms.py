@@ -316,8 +316,8 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
         if flushed:
             continue
         last = r.last_step()
-        nxt = [a for a in h.attempts if a.index == r.attempt + 1]
-        kind, step, nr, ev = h.attempt_start(nxt[0]) if nxt else ("unknown", None, None, None)
+        nxt = h.next_attempt(r.attempt)
+        kind, step, nr, ev = h.attempt_start(nxt) if nxt is not None else ("unknown", None, None, None)
         if kind == "fresh" or (kind == "resumed" and step is not None and last is not None and step >= last):
             continue  # nothing lost to a missing final save (a fresh start is another symptom)
         if kind != "resumed" or step is None or last is None or nr is None or ev is None:
