@@ -163,8 +163,14 @@ def _impact(tl: Timeline) -> list[list[str]]:
     if lost is None:
         rows.append(["Steps redone", "unknown: " + "; ".join(i.unknown for i in tl.interruptions if i.unknown)])
     else:
-        why = "; ".join(i.unknown for i in tl.interruptions if i.unknown)
-        rows.append(["Steps redone", f"{lost}" if tl.lost_complete else f"at least {lost} ({why})"])
+        whys = [i.unknown for i in tl.interruptions if i.unknown]
+        whys += [f"{tl.attempts[i.before].label} was stopped: its last visible step is a lower bound"
+                 for i in tl.interruptions if i.from_bound]  # fmt: skip
+        if tl.unseen:
+            whys.append(tl.unseen)
+        why = "; ".join(dict.fromkeys(whys))
+        bound = f"at least {lost}" + (f" ({why})" if why else "")
+        rows.append(["Steps redone", f"{lost}" if tl.lost_complete else bound])
     behind = [i for i in tl.interruptions if i.behind_save]
     for i in behind:
         a = tl.attempts[i.after]
@@ -195,7 +201,7 @@ def _impact(tl: Timeline) -> list[list[str]]:
         last = tl.attempts[-1]
         state = f"{last.label}: {ENDING_WORDS.get(last.end.kind, last.end.kind)}"
         if last.last_step is not None:
-            state += f" at step {last.last_step}"
+            state += f" at step {last.last_step_text}"
         if last.end.then_text:
             state += f"; then {last.end.then_text}"
         rows.append(["When the snapshot was taken", state])
@@ -240,7 +246,7 @@ def _attempt_row(tl: Timeline, pos: int, a: AttemptFact) -> dict[str, str]:
         "ended": ended or "unknown",
         "end": end,
         "saves": _saves_text(a),
-        "last": str(a.last_step) if a.last_step is not None else "unknown",
+        "last": a.last_step_text,
         "lost": _lost_text(into) if into is not None else "",
         "nodes": ", ".join(a.nodes) + (f" ({len(a.pods)} pods)" if len(a.pods) > 1 else ""),
         "gpus": str(a.gpus) if a.gpus is not None else "unknown",
@@ -279,7 +285,9 @@ def _moments(tl: Timeline) -> list[dict[str, str]]:
             continue
         end = f"{a.label} ended: {a.end.text}"
         if a.last_step is not None:
-            end += f" (last step {a.last_step})"
+            end += f" (last step {a.last_step_text})"
+        elif a.last_step_unknown:
+            end += f" (last step unknown: {a.last_step_unknown})"
         if a.end.then_text:
             end += f" → {a.end.then_text}"
         out.append((a.ended or a.ended_by, 2 * pos + 1, end))
@@ -289,7 +297,7 @@ def _moments(tl: Timeline) -> list[dict[str, str]]:
         if last is not None:
             state = f": {last.label} {ENDING_WORDS.get(last.end.kind, last.end.kind)}"
             if last.last_step is not None:
-                state += f" at step {last.last_step}"
+                state += f" at step {last.last_step_text}"
         out.append((tl.collected_at, 1 << 20, f"snapshot taken{state}"))
     out.sort(key=lambda m: (m[0] or "~", m[1]))
     return [{"at": clock(t) if t else "time unknown", "what": w} for t, _o, w in out]
