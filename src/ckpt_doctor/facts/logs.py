@@ -14,7 +14,7 @@ the cost grows with the number of logs, never with their size. Each window is re
    dropped, surrounding blanks and CRLF trimmed, and prefixes peeled off in any combination:
    `kubectl logs --timestamps` and `--prefix`, torchrun rank tags (`[rank0]:`, `[default0]:`,
    `0: `), logger formats (HF/LlamaFactory `[INFO|file.py:N] date >> `, `date - LEVEL - name - `,
-   DeepSpeed `[date] [INFO] [file:N:fn] [Rank 0] `, `INFO:root:`, glog `I1130 08:01:02.1 pid
+   DeepSpeed `[date] [INFO] [file:N:fn] [Rank 0] `, accelerate 1.15's `[RANK 0] `, `INFO:root:`, glog `I1130 08:01:02.1 pid
    file:N] `, loguru), a framework logger's own tag (transformers 5's `[transformers] `, declared in
    its framework module), and the remains of a tqdm bar that a logger line was appended to. A
    structured (JSON) record becomes its message followed by its other fields in the logfmt form, so
@@ -396,7 +396,7 @@ _P_BRACKET_TS = re.compile(
     rb"(?:\[Rank (\d{1,5})\] )?"
 )
 _P_LEVEL_TAG = re.compile(rb"\[" + _LEVEL + rb"\] (?:\[Rank (\d{1,5})\] )?")
-_P_DS_RANK = re.compile(rb"\[Rank (\d{1,5})\] ")
+_P_DS_RANK = re.compile(rb"\[(?:Rank|RANK) (\d{1,5})\] ")  # DeepSpeed `[Rank 0] `, accelerate 1.15's logger `[RANK 0] `
 _P_STD = re.compile(
     _DATE + rb"(?: - | \| | )(?:" + _LEVEL + rb" {0,8}(?: - | \| | ))?(?:[\w.\[\]<>-]{1,128}(?::\w{1,64}:\d{1,6})?"
     rb"(?: - | \| ))?(?:" + _LEVEL + rb"(?: - | \| |: ))?"
