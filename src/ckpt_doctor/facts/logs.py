@@ -14,14 +14,14 @@ the cost grows with the number of logs, never with their size. Each window is re
    dropped, surrounding blanks and CRLF trimmed, and prefixes peeled off in any combination:
    `kubectl logs --timestamps` and `--prefix`, torchrun rank tags (`[rank0]:`, `[default0]:`,
    `0: `), logger formats (HF/LlamaFactory `[INFO|file.py:N] date >> `, `date - LEVEL - name - `,
-   DeepSpeed `[date] [INFO] [file:N:fn] [Rank 0] `, accelerate 1.15's `[RANK 0] `, `INFO:root:`, glog `I1130 08:01:02.1 pid
-   file:N] `, loguru), a framework logger's own tag (transformers 5's `[transformers] `, declared in
-   its framework module), and the remains of a tqdm bar that a logger line was appended to. A
-   structured (JSON) record becomes its message followed by its other fields in the logfmt form, so
-   `{"msg": "saved checkpoint", "step": 10, "path": "/c/step-10"}` reads as `saved checkpoint
-   step=10 path=/c/step-10` and one signature reads a record, a logfmt line and a printed sentence
-   alike. What is left is the event's `message`; the timestamp and rank found on the way become
-   `time` and `rank`. A line longer than `MAX_LINE` characters is cut to
+   DeepSpeed `[date] [INFO] [file:N:fn] [Rank 0] `, accelerate 1.15's `[RANK 0] `, `INFO:root:`,
+   glog `I1130 08:01:02.1 pid file:N] `, loguru), a framework logger's own tag (transformers 5's
+   `[transformers] `, declared in its framework module), and the remains of a tqdm bar that a
+   logger line was appended to. A structured (JSON) record becomes its message followed by its
+   other fields in the logfmt form, so `{"msg": "saved checkpoint", "step": 10, "path": "/c/s10"}`
+   reads as `saved checkpoint step=10 path=/c/s10` and one signature reads a record, a logfmt line
+   and a printed sentence alike. What is left is the event's `message`; the timestamp and rank
+   found on the way become `time` and `rank`. A line longer than `MAX_LINE` characters is cut to
    `MAX_LINE` characters around each keyword hit (at most once per keyword and line).
 3. **Matching.** Each candidate signature's pattern, compiled with google-re2 (linear time, no
    backtracking; a pattern re2 cannot compile is refused when the signature is loaded) runs once
@@ -573,6 +573,9 @@ def _record(rec: dict[str, Any], line: _Line) -> bytes | None:
 
 def _tb_line(seg: bytes, inner: bool = False) -> tuple[int, bytes]:
     """A traceback line without its prefixes, and how far it is indented after them (tracebacks.read)."""
+    if seg[:1] in (b" ", b"\t") and b"\x1b" not in seg:  # no prefix: a frame or a source line as Python wrote it
+        text = seg.lstrip(b" \t")
+        return len(seg) - len(text), text
     if b"\x1b" in seg:
         seg = _ANSI_B.sub(b"", seg)
     probe = _Line(b"", b"")

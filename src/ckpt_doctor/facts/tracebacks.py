@@ -22,7 +22,7 @@ program frame: the line of the program that called into the library that raised 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 HEADER = b"Traceback (most recent call last):"
@@ -93,15 +93,15 @@ class Traceback:
         return (self.exception or "a traceback without its exception line") + where
 
 
-def _lines(raw: bytes, pos: int, stop: int) -> list[tuple[int, int]]:
-    """(start, end) of the physical lines in raw[pos:stop], at most MAX_LINES."""
-    out = []
-    while pos < stop and len(out) < MAX_LINES:
+def _lines(raw: bytes, pos: int, stop: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of the physical lines in raw[pos:stop], at most MAX_LINES, found as the walk asks."""
+    n = 0
+    while pos < stop and n < MAX_LINES:
         nl = raw.find(b"\n", pos, stop)
         end = stop if nl < 0 else nl
-        out.append((pos, end))
+        yield pos, end
+        n += 1
         pos = end + 1
-    return out
 
 
 Peel = Callable[[bytes], tuple[int, bytes]]  # a line -> (its indentation after its prefixes, its text)
