@@ -155,3 +155,17 @@ def test_a_missing_file_inside_the_resumed_checkpoint_makes_it_incomplete(tmp_pa
     assert ev is not None and ev.path == "/ckpt/run/step_000300" and ev.step == 300
     other = _scan(tmp_path, data.replace(b"'/ckpt/run/step_000300/optim.pt'", b"'/data/vocab.json'"), "b.log")
     assert not other.of("partial_checkpoint") and other.first("resume_error") is not None
+
+
+@pytest.mark.parametrize(("run", "i"), LOAD_CRASHES, ids=[f"{r}-a{i}" for r, i in LOAD_CRASHES])
+def test_an_unread_middle_between_resume_and_traceback_is_unknown(tmp_path: Path, run: str, i: int) -> None:
+    """The recorded crash while loading with 400 KB of warnings between its resume line and its traceback: the
+    middle is not read, so whether the run trained first is unknown (never 'no checkpoint-loading error')."""
+    raw = (recordings_dir() / run / f"attempt-{i}.log").read_bytes()
+    at = raw.index(b"Traceback (most recent call last)")
+    at = raw.rfind(b"\n", 0, at) + 1
+    noise = b"UserWarning: this DataLoader will create 8 worker processes in total.\n" * 6000
+    s = _scan(tmp_path, raw[:at] + noise + raw[at:])
+    assert not s.whole and s.first("resumed") is not None
+    assert not [e for e in s.events if e.signature == "load-crash"]
+    assert s.load_crash_unknown or s.of("partial_checkpoint") or s.of("resume_error")  # a known text still says it

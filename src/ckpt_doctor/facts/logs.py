@@ -189,6 +189,9 @@ class LogSummary:
     first_time: str | None = None  # first and last timestamp seen in the windows read
     last_time: str | None = None
     total_steps: int | None = None  # e.g. HF's `Total optimization steps = N`, when seen
+    # a traceback after the resume line in the tail window, with the middle of the log unread: whether the run
+    # crashed while loading cannot be told (the rules that need it are not_evaluated), else ""
+    load_crash_unknown: str = ""
 
     def of(self, *kinds: str) -> list[LogEvent]:
         if len(kinds) == 1:  # the common case, indexed once per summary
@@ -1129,7 +1132,9 @@ def _crash_while_loading(s: LogSummary) -> None:
             return  # an error before training, and nothing says it was loading a checkpoint
     crash = next((e for e in tbs if e.traceback.program_frame is not None), tbs[0])  # type: ignore[union-attr]
     if resume is not None and resume.window != crash.window and not s.whole:
-        return  # the middle of the log, between them, was not read
+        s.load_crash_unknown = (f"its log shows a traceback ({crash.text[:120]}) after its resume line, and the "
+                                "middle of the log between them was not read: whether it trained first is unknown")
+        return
     _add_load_crash(s, crash, [e.traceback for e in tbs], resume)  # type: ignore[misc]
 
 
