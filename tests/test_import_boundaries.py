@@ -57,3 +57,12 @@ def test_the_assistant_faces_import_no_other_face_and_only_they_load_their_proto
         if face in ("mcp", "analyzer"):
             offenders += [f"{rel}: ckpt_doctor.{m.group(1)}" for m in FACE_IMPORT.finditer(text) if m.group(1) != face]
     assert not offenders, offenders
+
+
+def test_the_sandbox_imports_no_other_face() -> None:
+    """The sandbox is a face of its own (architecture.md): it may use the engine's readers, never the app, the
+    drill, the commands, the watcher or the reports; its demo runs those as `ckpt-doctor` subprocesses."""
+    faces = re.compile(r"^\s*(?:import|from)\s+ckpt_doctor\.(tui|drill|commands|watch|report|fleet|mcp)\b", re.M)
+    offenders = [f"{f.relative_to(SRC)}: {m.group(1)}" for f in (SRC / "sandbox").rglob("*.py")
+                 for m in faces.finditer(f.read_text())]
+    assert not offenders, offenders

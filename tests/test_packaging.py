@@ -34,14 +34,17 @@ def test_wheel_carries_data_and_loads_from_it(tmp_path: Path) -> None:
         assert f"ckpt_doctor/_data/rules/{rule_file.name}" in names
     assert "ckpt_doctor/_data/rules/signatures/hf-trainer.yaml" in names
     assert "ckpt_doctor/_data/playbooks/verify-resume.yaml" in names
+    for scenario in (ROOT / "src" / "ckpt_doctor" / "sandbox" / "scenarios").glob("*.yaml"):  # the sandbox's
+        assert f"ckpt_doctor/sandbox/scenarios/{scenario.name}" in names
     # the recordings of real framework runs, which the sandbox replays
     assert "ckpt_doctor/_data/recordings/README.md" in names
     assert "ckpt_doctor/_data/recordings/hf-4.57-correct-resume/run.yaml" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = (
-        "import ckpt_doctor.data as d, ckpt_doctor.engine.catalogue as c;"
+        "import ckpt_doctor.data as d, ckpt_doctor.engine.catalogue as c, ckpt_doctor.sandbox.scenarios as s;"
         f"assert str(d.rules_dir()).startswith({str(site)!r}), d.rules_dir();"
+        "assert all(x.manifests() for x in s.SCENARIOS);"
         f"assert str(d.recordings_dir()).startswith({str(site)!r}), d.recordings_dir();"
         "print(len(c.load_rules()))"
     )

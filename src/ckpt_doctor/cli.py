@@ -26,6 +26,7 @@ VERBS = (
     "watch",
     "mcp",
     "analyzer",
+    "sandbox",
 )
 
 

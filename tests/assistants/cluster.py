@@ -1,9 +1,11 @@
 """The one live cluster the assistant faces (MCP server, k8sgpt analyzer) are tested against.
 
-Today: tests/fakeapi's FakeKube, through the real `kubernetes` client, serving a healthy story and broken ones
-from tests/stories.py (the source of examples/), each in its own namespace, plus the planted-secret incident of
-tests/security (namespace team-a, TrainJob sft-secrets) behind a kubeconfig that plants more. When
-`ckpt-doctor sandbox` lands, `live_cluster` starts it instead: the tests only read `LiveCluster`.
+`ckpt-doctor sandbox` (ckpt_doctor.sandbox.cluster.Sandbox, in-process), through the real `kubernetes` client:
+its six scenarios (a healthy resumable job and five broken ones, namespace `sandbox`, their trainers running
+while the tests talk to them), plus the planted-secret incident of tests/security (namespace team-a, TrainJob
+sft-secrets) loaded into the same API, behind a kubeconfig that plants more. Each sandbox TrainJob also carries
+the label `scenario=<name>`, so that an analyzer can be scoped to one of them (k8sgpt sends no scope: the
+analyzer's own -n/-l flags decide). The tests only read `LiveCluster`.
 """
 
 from __future__ import annotations
@@ -13,15 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.fakeapi.server import FakeKube
-from tests.fleet.cluster import load_story
+from ckpt_doctor.sandbox.cluster import Sandbox
+from ckpt_doctor.sandbox.scenarios import SCENARIOS
 from tests.security.corpus import NAME as SECRETS_NAME
 from tests.security.corpus import NS as SECRETS_NS
 from tests.security.corpus import Corpus, Plant, build, kubeconfig
-from tests.stories import STORIES
 
-# a healthy story and broken ones whose symptom and cause fail at warning or above
-SCENARIOS = ("healthy-resume", "emptydir-fresh-start", "missing-ancestor-label", "final-checkpoint-missing")
+SCENARIO_LABEL = "scenario"
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class Job:
     namespace: str
     name: str
     expect: tuple[str, ...]  # rule ids that must fail; () for a healthy one
+    selector: str | None = None  # a label selector that picks this TrainJob alone in its namespace
 
     @property
     def target(self) -> str:
@@ -59,14 +60,16 @@ def live_cluster(work: Path) -> Iterator[LiveCluster]:
     corpus = build()
     work.mkdir(parents=True, exist_ok=True)
     bundle = corpus.scenario.write(work / "secrets-bundle")
-    with FakeKube() as kube:
+    with Sandbox(kubeconfig=work / "sandbox.kubeconfig", speed=4.0) as sb:
         jobs: dict[str, Job] = {}
-        for story in STORIES:
-            if story.name in SCENARIOS:
-                ns, name = load_story(kube, story.name, f"story-{story.name}"[:63])
-                jobs[story.name] = Job(story.name, ns, name, tuple(story.expect))
-        kube.load_bundle(bundle)
+        for spec in SCENARIOS:
+            tj = sb.api.get("trainjobs", sb.namespace, spec.name)
+            assert tj is not None, spec.name
+            tj.setdefault("metadata", {}).setdefault("labels", {})[SCENARIO_LABEL] = spec.name
+            sb.api.update(tj)
+            jobs[spec.name] = Job(spec.name, sb.namespace, spec.name, spec.rules, f"{SCENARIO_LABEL}={spec.name}")
+        sb.api.load_bundle(bundle)
         jobs["secrets"] = Job("secrets", SECRETS_NS, SECRETS_NAME, ("<any>",))
-        kc = kubeconfig(work / "kubeconfig", kube.url, corpus)  # current context: the fake server, ns team-a
+        kc = kubeconfig(work / "kubeconfig", sb.url, corpus)  # current context: the sandbox, ns team-a
         yield LiveCluster(kc, jobs, bundle, corpus)
-    assert kube.errors == [], "the fake API server hit a bug"
+        assert sb.errors() == [], sb.errors()[0]

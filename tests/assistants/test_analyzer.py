@@ -50,10 +50,11 @@ def run(channel: grpc.Channel) -> pb.RunResponse:
 
 @pytest.fixture(scope="module")
 def answers(cluster: LiveCluster) -> dict[str, pb.RunResponse]:
-    """Each scenario's namespace through an analyzer scoped to it (-n NS), as k8sgpt would call it."""
+    """Each scenario through an analyzer scoped to it alone (-n NS, and -l where its namespace holds others), as
+    k8sgpt would call it."""
     out = {}
     for job in cluster.jobs.values():
-        with analyzer(cluster, namespace=job.namespace) as channel:
+        with analyzer(cluster, namespace=job.namespace, selector=job.selector) as channel:
             out[job.scenario] = run(channel)
     return out
 
@@ -82,7 +83,7 @@ def test_the_healthy_trainjob_gives_no_result(answers: dict[str, pb.RunResponse]
 def test_names_in_the_texts_are_marked_sensitive_and_masked(
     answers: dict[str, pb.RunResponse], cluster: LiveCluster
 ) -> None:
-    job = cluster.jobs["emptydir-fresh-start"]
+    job = cluster.jobs["checkpoint-on-emptydir"]
     marked: dict[str, str] = {}
     for e in answers[job.scenario].result.error:
         for s in e.sensitive:
@@ -92,8 +93,8 @@ def test_names_in_the_texts_are_marked_sensitive_and_masked(
 
 
 def test_the_older_service_name_gets_the_same_answer(cluster: LiveCluster) -> None:
-    job = cluster.jobs["missing-ancestor-label"]
-    with analyzer(cluster, namespace=job.namespace) as channel:
+    job = cluster.jobs["runtime-without-ancestor-label"]
+    with analyzer(cluster, namespace=job.namespace, selector=job.selector) as channel:
         new = run(channel)
         old = pb_grpc.AnalyzerServiceStub(channel).Run(pb.AnalyzerRunRequest(), timeout=120)
     assert old.result.name == new.result.name == job.target
@@ -129,9 +130,10 @@ def test_an_unreachable_cluster_is_an_unavailable_status_without_credentials(clu
 
 
 def test_the_process_serves_and_stops_on_sigterm(cluster: LiveCluster, tmp_path: Path) -> None:
-    job: Job = cluster.jobs["final-checkpoint-missing"]
+    job: Job = cluster.jobs["checkpoint-on-emptydir"]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"}
     argv = [sys.executable, "-m", "ckpt_doctor", "analyzer", "--listen", "127.0.0.1:0", "-n", job.namespace]
+    argv += ["-l", job.selector] if job.selector else []
     t0 = time.monotonic()
     proc = subprocess.Popen(
         [*argv, "--kubeconfig", str(cluster.kubeconfig)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True

@@ -76,6 +76,14 @@ class Cluster:
         return out
 
 
+def chosen_only(doc: dict[str, Any], *ids: str) -> bool:
+    """A drill run with --steps: the chosen steps passed, and the verdict is `error` because a required step was
+    not chosen (a drill that left out an interruption proves nothing about it, contracts.md §5)."""
+    by = {s["id"]: s for s in doc["steps"]}
+    ran = all(by[i]["status"] == "passed" for i in ids)
+    return ran and doc["verdict"] == "error" and "not chosen" in doc["verdictReason"]
+
+
 def start_cluster(case: Case, tmp: Path, version: str = "v2.1", **playbook: float) -> tuple[FakeKube, Simulator,
                                                                                                Path, Path]:
     kube = FakeKube()

@@ -10,7 +10,7 @@ from typing import Any
 from ckpt_doctor.drill.console import TextConsole
 from ckpt_doctor.drill.runner import Drill, Options
 from tests.clirun import run_cli
-from tests.drill.conftest import WRITES, Cluster
+from tests.drill.conftest import WRITES, Cluster, chosen_only
 from tests.drill.scenarios import NAME, NS, correct, shell_pid1_short_grace
 from tests.drill.test_scenarios import check_scope, run
 
@@ -154,7 +154,7 @@ def test_no_answer_stops_before_any_change(make_cluster: Any) -> None:
 def test_keep_leaves_what_it_submitted_unmarked(make_cluster: Any) -> None:
     c = make_cluster(correct())
     got = c.drill("--submit", *map(str, c.files()), "--yes", "--keep", "--steps", "first-checkpoint", "-o", "json")
-    assert got.rc == 0, got.err
+    assert got.rc == 3 and chosen_only(got.json(), "submit", "first-checkpoint", "cleanup"), got.err
     tj = c.kube.get("trainjobs", NS, NAME)
     assert tj is not None and not any(k.startswith("drill.") for k in tj["metadata"].get("annotations") or {})
     pvc = c.kube.get("persistentvolumeclaims", NS, "ckpt-pvc")
@@ -183,7 +183,7 @@ def test_kill_on_a_shell_as_pid1_is_ignored(make_cluster: Any) -> None:
 def test_v22_steers_with_runtime_patches(make_cluster: Any) -> None:
     c = make_cluster(correct(), version="v2.2")
     rc, doc, err = run(c, False, "--steps", "first-checkpoint,cross-node")
-    assert rc == 0, err
+    assert rc == 3 and chosen_only(doc, "first-checkpoint", "cross-node"), err
     assert doc["trainerVersion"] == "v2.2"
     step = next(s for s in doc["steps"] if s["id"] == "cross-node")
     assert any("/spec/runtimePatches" in cmd["kubectl"] and "ckpt-doctor.io/drill" in cmd["kubectl"]
@@ -196,19 +196,19 @@ def test_missing_permission_fails_preflight_before_any_change(make_cluster: Any)
     c.seed()
     c.kube.fault("delete", "pods", status=403)
     got = c.drill(f"{NS}/{NAME}", "--yes", "-o", "json")
-    assert got.rc == 1
+    assert got.rc == 3  # the drill cannot run: an error, not a verdict on the job
     pre = got.json()["steps"][0]
-    assert pre["status"] == "failed" and "delete pods" in pre["observed"]
+    assert pre["status"] == "error" and "delete pods" in pre["observed"]
     assert [w for w in c.writes() if "selfsubjectaccessreviews" not in w[1]] == []
-    ok = c.drill(f"{NS}/{NAME}", "--yes", "--crash", "kill", "--steps", "first-checkpoint")
-    assert ok.rc == 0, ok.err  # --crash=kill needs exec, not delete
+    ok = c.drill(f"{NS}/{NAME}", "--yes", "--crash", "kill", "--steps", "preflight,first-checkpoint", "-o", "json")
+    assert chosen_only(ok.json(), "preflight", "first-checkpoint"), ok.err  # --crash=kill needs exec, not delete
 
 
 def test_a_flaky_connection_is_retried(make_cluster: Any) -> None:
     c = make_cluster(correct())
     c.kube.fault("patch", "trainjobs", status=503, times=2)
-    rc, _doc, err = run(c, False, "--steps", "suspend-resume")
-    assert rc == 0, err
+    rc, doc, err = run(c, False, "--steps", "suspend-resume")
+    assert rc == 3 and chosen_only(doc, "suspend-resume"), err
     assert "retrying" in err
 
 
@@ -240,7 +240,7 @@ def test_a_save_without_a_log_line_is_found_on_the_volume(make_cluster: Any) -> 
     c = make_cluster(case)
     c.seed()
     got = c.drill(f"{NS}/{NAME}", "--yes", "--steps", "first-checkpoint", "-o", "json")
-    assert got.rc == 0, got.err
+    assert chosen_only(got.json(), "first-checkpoint"), got.err
     step = next(s for s in got.json()["steps"] if s["id"] == "first-checkpoint")
     assert "no save line" in step["observed"] and "checkpoint-50" in step["observed"]
     assert any(cmd["kubectl"].endswith("ls -1 /mnt/ckpt/sft-resumable") for cmd in step["commands"])

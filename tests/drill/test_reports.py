@@ -12,6 +12,7 @@ from typing import Any
 
 import jsonschema
 
+from ckpt_doctor.drill import verdict
 from ckpt_doctor.drill.report import document, render_json, render_junit, render_markdown
 from ckpt_doctor.drill.result import Command, DrillResult, StepResult
 from tests.drill.conftest import ROOT
@@ -75,6 +76,9 @@ def sample() -> DrillResult:
                    started_at="2026-12-01T10:03:55Z", finished_at="2026-12-01T10:04:12Z", seconds=0.4,
                    observed="read back as before"),
     ]
+    for st in r.steps:
+        st.required = st.id != "preflight"
+    verdict.apply(r)  # as the runner does: the one decision every report shows
     return r
 
 
@@ -100,7 +104,7 @@ def test_junit_golden() -> None:
 def test_markdown_golden() -> None:
     text = render_markdown(document(sample()))
     golden("drill.md", text)
-    assert "**Verdict: failed** at step `crash`" in text
+    assert "**Verdict: failed**: step crash failed" in text
     assert "kubectl -n team-a delete pod" in text and "lexical-checkpoint-sort" in text
 
 
@@ -131,7 +135,7 @@ def test_reports_written_through_the_cli(make_cluster: Any, tmp_path: Path) -> N
     md.write_text("old")
     md.chmod(0o640)
     got = c.drill("team-a/sft-resumable", "--yes", "--steps", "first-checkpoint", "--junit", str(junit),
-                  "--report", str(md))
-    assert got.rc == 0, got.err
+                  "--report", str(md), "--force")
+    assert got.rc == 3 and "not chosen" in got.err, got.err  # --steps leaves required steps out: not passed
     assert ET.parse(junit).getroot().get("tests") == "7"
     assert md.read_text().startswith("# ckpt-doctor drill") and (md.stat().st_mode & 0o777) == 0o640

@@ -101,3 +101,28 @@ async def test_ctrl_c_during_a_drill_aborts_it_and_quits_after_its_cleanup(make_
         await until(pilot, lambda: not screen.running)
         assert screen.states["cleanup"] == "passed"
     assert c.state() == before
+
+
+async def test_the_app_shows_the_same_verdict_as_the_command_line(make_cluster: Any) -> None:
+    """Issue 20: started from the app, the drill whose exec was refused ended `passed` with every interruption
+    `not_run`. The screen shows the one verdict (drill/verdict.py): error, at first-checkpoint, with the reason."""
+    import dataclasses
+
+    from tests.drill.controller import Program
+
+    c = make_cluster(dataclasses.replace(correct(), program=Program(print_saves=False)), first_checkpoint=3.0)
+    c.seed()
+    c.kube.upgrade = None  # the loopback API answers the exec handshake with 404
+    app = DoctorApp(Target(trainjob=f"{NS}/{NAME}", kubeconfig=str(c.kubeconfig), timeout=5.0))
+    app.drill_options = {"playbook": c.playbook}
+    async with app.run_test(size=(140, 40)) as pilot:
+        await until(pilot, lambda: app.view is not None)
+        app.action_drill()
+        await until(pilot, lambda: isinstance(app.screen, DrillScreen))
+        screen: DrillScreen = app.screen  # type: ignore[assignment]
+        await until(pilot, lambda: not screen.running)
+        assert screen.result.verdict == "error" and screen.result.verdict_step == "first-checkpoint"
+        assert all(screen.states[s] == "not_run" for s in ("crash", "suspend-resume", "cross-node"))
+        text = screen_text(app)
+        assert f"drill {screen.result.drill_id}: error" in text
+        assert "first-checkpoint could not run" in text

@@ -1,8 +1,10 @@
 """`ckpt-doctor drill [NS/]NAME | --submit MANIFEST…`: interrupt a TrainJob on purpose and check it resumes.
 
-Exit codes (contracts.md §1): 0 every step passed (or --dry-run printed its plan), 1 a step failed,
-2 usage, 3 the cluster or an input failed; a drill stopped by Ctrl-C (or the abort answer) exits 130,
-by SIGTERM 143, after its cleanup ran. `--cleanup` undoes what interrupted drills left.
+Exit codes (contracts.md §1, §5; decided by drill/verdict.py): 0 every required step ran and passed (or
+--dry-run printed its plan), 1 a step failed, 2 usage, 3 error (a step could not run, a required step did not
+run, the cluster or an input failed); a drill stopped by Ctrl-C (or the abort answer) exits 130, by SIGTERM
+143, after its cleanup ran. `--junit`/`--report` are written on every one of these paths, and refuse to
+replace an existing file without `--force`. `--cleanup` undoes what interrupted drills left.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ckpt_doctor.cli import add_cluster_flags, trainer_version_arg
-from ckpt_doctor.errors import InputError, UsageError
+from ckpt_doctor.errors import InputError, InternalError, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "suspend and resume, resume on another node, and clean up. Before every change it prints the kubectl "
         "command that does the same and asks (--yes does not ask); it touches only its TrainJob, that "
         "TrainJob's pods, what it created, and a node it was told to cordon; it undoes everything at the end, "
-        "on Ctrl-C and SIGTERM too. Exit 0 all passed, 1 a step failed, 2 usage, 3 cluster or input error, "
-        "130/143 stopped by Ctrl-C/SIGTERM.",
+        "on Ctrl-C and SIGTERM too. It passes only when every required step ran and passed. Exit 0 passed, 1 a "
+        "step failed, 2 usage, 3 error (a step could not run, a required step did not run, the cluster or an input "
+        "failed), 130/143 stopped by Ctrl-C/SIGTERM.",
     )
     p.add_argument("target", nargs="?", metavar="[NAMESPACE/]TRAINJOB", help="a running TrainJob to attach to")
     p.add_argument(
@@ -70,6 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--playbook", type=Path, metavar="FILE", help="another playbook (default: verify-resume)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report (one test case per step)")
     p.add_argument("--report", type=Path, metavar="FILE.md", help="also write a Markdown report")
+    p.add_argument("--force", action="store_true", help="replace the --junit / --report files if they exist")
     p.add_argument(
         "-o",
         "--output",
@@ -108,8 +112,10 @@ def options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     for f in (args.junit, args.report):
         if f is not None and f.exists() and f.is_dir():
             raise UsageError(f"{f} is a directory; give a file name")
-        if f is not None:
-            check_output(f, force=True)  # a missing directory or a read-only file: refused before the drill runs
+        if f is not None:  # an existing file without --force, a missing directory, a read-only file: refused
+            check_output(f, force=args.force)  # before the drill touches anything
+    if args.junit is not None and args.report is not None and args.junit.resolve() == args.report.resolve():
+        raise UsageError("--junit and --report name the same file")
     if args.signatures:
         from ckpt_doctor.facts.logs import load_signatures
 
@@ -143,10 +149,16 @@ def run(args: argparse.Namespace) -> int:
 
     opts = options(args)
     console = TextConsole(yes=opts.yes, verbose=args.verbose)
-    with Interrupts(announce=console.note) as interrupts:
-        drill = Drill(opts, console, interrupts=interrupts)
-        result = drill.run()
-    write_reports(result, args.junit, args.report, sys.stdout if args.output == "json" else None)
-    if drill.error is not None and result.verdict == "error":
+    drill = Drill(opts, console)
+    try:
+        with Interrupts(announce=console.note) as interrupts:
+            drill.interrupts = interrupts
+            result = drill.run()  # never raises but for a second signal during cleanup (held, then abandoned)
+    finally:  # the reports on every way out, a second Ctrl-C included
+        write_reports(drill.result, args.junit, args.report, sys.stdout if args.output == "json" else None,
+                      force=args.force)
+    if drill.internal is not None:
+        raise InternalError(f"{result.verdict_reason} (the reports say what ran)")
+    if drill.error is not None and result.verdict == "error" and result.verdict_step is None:
         raise InputError(str(drill.error))
     return drill.exit_code()

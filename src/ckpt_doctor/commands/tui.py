@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags
-from ckpt_doctor.errors import InputError, UsageError
+from ckpt_doctor.errors import UsageError
 
 if TYPE_CHECKING:
     from ckpt_doctor.tui.target import Target
@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--bundle", type=Path, help="an evidence bundle (directory or .tar.gz) instead of a cluster")
     p.add_argument("--trainjob", metavar="[NAMESPACE/]NAME", help="which TrainJob of a bundle to open first")
+    p.add_argument("--playbook", type=Path, metavar="FILE",
+                   help="the playbook of the verify drill the app runs (default: verify-resume)")
     p.add_argument(
         "--refresh",
         type=float,
@@ -48,10 +50,16 @@ def target_from(args: argparse.Namespace) -> Target:
         raise UsageError("give either a live TARGET or --bundle, not both")
     if args.trainjob and args.target:
         raise UsageError("give the TrainJob once: TARGET on a cluster, --trainjob in a bundle")
-    if args.bundle is not None and not args.bundle.exists():
-        raise InputError("no such file or directory", str(args.bundle))
+    if args.bundle is not None:  # what diagnose refuses (exit 3) is refused before the app takes the screen
+        from ckpt_doctor.sources.bundle import check_bundle_path
+
+        check_bundle_path(args.bundle)
     if args.refresh is not None and args.refresh <= 0:
         raise UsageError("--refresh needs a positive number of seconds")
+    if args.playbook is not None:  # a broken playbook is an error before the app takes the screen
+        from ckpt_doctor.drill.playbook import load_playbook
+
+        load_playbook(args.playbook)
     if args.signatures:  # read them now: a broken file is an error before the app takes the screen
         from ckpt_doctor.facts.logs import load_signatures
 
@@ -65,6 +73,7 @@ def target_from(args: argparse.Namespace) -> Target:
         timeout=args.request_timeout,
         trainer_version=args.trainer_version,
         signatures=tuple(args.signatures),
+        playbook=args.playbook,
     )
 
 

@@ -15,6 +15,17 @@ from typing import Any
 from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_log_flags, positive_int
 
 
+def _simulated(cluster: Any) -> dict[str, str]:
+    """`cluster: "sandbox (simulated cluster)"` for the start line when it is the sandbox (ckpt_doctor.simulation)."""
+    from ckpt_doctor.simulation import WORDS, simulated
+    from ckpt_doctor.sources.live.client import Api, CallError
+
+    try:
+        return {"cluster": WORDS} if simulated(Api(cluster).version()) else {}
+    except CallError:
+        return {}
+
+
 def _seconds(text: str) -> float:
     try:
         v = float(text)
@@ -110,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         watcher.start()
         log.info("watching", scope=ns or "all namespaces", selector=args.selector, readOnly=not args.emit_events,
-                 debounce=opts.debounce)  # fmt: skip
+                 debounce=opts.debounce, **_simulated(cluster))  # fmt: skip
         watcher.run(until=stopped.is_set)
     finally:
         watcher.stop()

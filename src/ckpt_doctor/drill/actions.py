@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from ckpt_doctor.sources.live.kinds import (
     TRAINJOB,
     Kind,
 )
-from ckpt_doctor.sources.live.logs import LogReader
+from ckpt_doctor.sources.live.logs import LogReader, LogResult
 
 CREATABLE: dict[str, Kind] = {
     "PersistentVolumeClaim": PVC,
@@ -52,6 +53,7 @@ KUBECTL_NAMES = {
     "Node": "node",
 }
 TRANSIENT = ("unreachable", "dropped", "timeout", "server")
+WATCH_SECONDS = 5  # how long one pod watch request lasts: a stopped PodWatch's thread ends within it
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink")
 
 
@@ -139,7 +141,9 @@ class Actions:
         self.writes: list[str] = []  # what was written (for the record): "PATCH TrainJob/ns/name"
 
     # -- one call, retried while the cluster is away ----------------------------------------------
-    def call(self, what: str, fn: Callable[[], Any], retries: int | None = None) -> Any:
+    def call(self, what: str, fn: Callable[[], Any], retries: int | None = None, lost: bool = True) -> Any:
+        """`fn()`, retried with back-off while the cluster is away; ClusterLost when it stays away (with `lost`
+        False the last CallError is raised instead: an exec stream cut twice is not a cluster lost)."""
         left = self.retries if retries is None else retries
         delay = self.backoff
         while True:
@@ -147,7 +151,7 @@ class Actions:
                 return fn()
             except CallError as e:
                 if e.kind not in TRANSIENT or left <= 0:
-                    if e.kind in TRANSIENT:
+                    if e.kind in TRANSIENT and lost:
                         raise ClusterLost(f"{what}: {e.message}") from None
                     raise
                 left -= 1
@@ -203,15 +207,30 @@ class Actions:
 
     def log(self, pod: str, container: str) -> bytes | None:
         """The container's current log (head and tail windows), or None when it cannot be read."""
-        res = self.logs.read(self.ns, pod, container, False)
-        return res.content
+        return self.log_result(pod, container).content
+
+    def log_result(self, pod: str, container: str) -> LogResult:
+        """The container's current log as read: its content, or why it could not be read (`gap`)."""
+        return self.logs.read(self.ns, pod, container, False)
 
     def exec(self, pod: dict[str, Any], container: str, command: list[str], timeout: float) -> tuple[int | None, str]:
         name = str(pod["metadata"]["name"])
         self.scope.check("exec", POD, self.ns, name, pod)
         if self.dry_run:
             raise InternalError("--dry-run must not exec")
-        return self.call(f"exec in {name}", lambda: self.api.exec(name, self.ns, container, command, timeout), 1)
+        return self.call(f"exec in {name}", lambda: self.api.exec(name, self.ns, container, command, timeout), 1,
+                         lost=False)
+
+    def watch_pods(self, on_pod: Callable[[dict[str, Any]], None]) -> PodWatch:
+        """A watch on the TrainJob's pods in the background (`with act.watch_pods(fn):`): `fn` sees every state
+        of every pod, the short-lived ones included (a container's exit code lasts milliseconds before its pod
+        is gone: polling misses it)."""
+        return PodWatch(self.api, self.ns, f"jobset.sigs.k8s.io/jobset-name={self.name}", on_pod)
+
+    def follow_log(self, pod: dict[str, Any], container: str) -> LogFollow:
+        """What the container prints from now until it ends (`kubectl logs -f --tail=0`), in the background: the
+        lines a trainer prints on SIGTERM come just before its pod goes, too late for a poll."""
+        return LogFollow(self.api, self.ns, str(pod["metadata"]["name"]), container)
 
     # -- kubectl lines -----------------------------------------------------------------------------
     def _kc(self, *words: str, namespaced: bool = True) -> str:
@@ -378,3 +397,106 @@ class Actions:
         return Change(does, [line], lambda: self._write(
             "patch", TRAINJOB, self.ns, self.name, lambda: self.api.patch(TRAINJOB, self.name, self.ns, body,
                                                                           patch_type)))
+
+
+class PodWatch:
+    """List, then watch from the list's resourceVersion, re-listing when the watch ends, is cut or expires (410),
+    until the block ends. Best effort: a watch that is refused stops with `note` saying why (the caller's polling
+    still sees what it sees); nothing it meets ever reaches the caller as an exception."""
+
+    def __init__(self, api: Api, namespace: str, selector: str, on_pod: Callable[[dict[str, Any]], None]) -> None:
+        self.api = api
+        self.ns = namespace
+        self.selector = selector
+        self.on_pod = on_pod
+        self.note: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drill-pod-watch", daemon=True)
+
+    def __enter__(self) -> PodWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # not closed from here (closing a urllib3 response another thread reads blocks until that read ends): the
+        # watch asks the server to end it within WATCH_SECONDS, and the thread then sees the stop and ends
+        self._stop.set()
+
+    def _run(self) -> None:
+        rv: str | None = None
+        while not self._stop.is_set():
+            try:
+                if rv is None:
+                    items, rv = self.api.list(POD, self.ns, self.selector)
+                    for pod in items:
+                        self.on_pod(pod)
+                for ev in self.api.watch(POD, self.ns, rv, self.selector, timeout_seconds=WATCH_SECONDS):
+                    if self._stop.is_set():
+                        return
+                    obj = ev.get("object") if isinstance(ev, dict) else None
+                    if not isinstance(obj, dict):
+                        continue
+                    if ev.get("type") == "ERROR":  # 410 Expired, or another error: list again
+                        rv = None
+                        break
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    if ev.get("type") != "BOOKMARK":
+                        self.on_pod(obj)
+            except CallError as e:
+                if self._stop.is_set():
+                    return
+                if e.kind in ("forbidden", "unauthorized", "notfound", "bad"):
+                    self.note = f"cannot watch the TrainJob's pods ({e.kind}: {e.message})"
+                    return
+                rv = None
+                self._stop.wait(0.2)
+            except Exception as e:  # a bug or an answer nothing expected: the watch ends, the caller goes on
+                self.note = f"the watch of the TrainJob's pods ended: {type(e).__name__}: {e}"
+                return
+
+
+class LogFollow:
+    """`kubectl logs -f --tail=0` in a thread: `data` grows until the container ends (`done`), or `error` says why
+    it could not follow. Best effort, like PodWatch: nothing reaches the caller as an exception."""
+
+    LIMIT = 8 << 20  # bytes kept: enough for the end of an attempt, bounded against an endless progress bar
+
+    def __init__(self, api: Api, namespace: str, pod: str, container: str) -> None:
+        self.api, self.ns, self.pod, self.container = api, namespace, pod, container
+        self.data = bytearray()
+        self.error: str | None = None
+        self.done = threading.Event()
+        self.opened = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drill-log-follow", daemon=True)
+
+    def __enter__(self) -> LogFollow:
+        self._thread.start()
+        self.opened.wait(5)  # the stream is open before the caller reads the log it extends
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass  # the stream ends with the container (or the server's follow timeout); the thread is a daemon
+
+    def _run(self) -> None:
+        try:
+            for chunk in self.api.follow_log(self.pod, self.ns, self.container, tail_lines=0,
+                                             on_open=lambda _r: self.opened.set()):
+                self.data += chunk
+                if len(self.data) > self.LIMIT:
+                    del self.data[: len(self.data) - self.LIMIT]
+        except CallError as e:
+            self.error = f"{e.kind}: {e.message}"
+        except Exception as e:  # an answer nothing expected: following ends, the caller polls instead
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            self.opened.set()
+            self.done.set()
+
+
+def joined(before: bytes, after: bytes) -> bytes:
+    """`before` (a log read once) continued by `after` (what a follow started before that read received): the
+    bytes both hold are kept once."""
+    for k in range(min(len(before), len(after)), 0, -1):
+        if before.endswith(after[:k]):
+            return before + after[k:]
+    return before + after

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from ckpt_doctor.drill import marks, verify
-from ckpt_doctor.drill.actions import CREATABLE, Actions, Scope
+from ckpt_doctor.drill.actions import CREATABLE, Actions, ClusterLost, Scope
 from ckpt_doctor.drill.playbook import Step
 from ckpt_doctor.drill.result import Command, StepResult
-from ckpt_doctor.drill.runner import Drill, Failed, Skip
+from ckpt_doctor.drill.runner import Drill, Failed, NotRun, Skip
 from ckpt_doctor.sources.live.client import CallError
 from ckpt_doctor.sources.live.kinds import NODE, TRAINJOB, Kind
 
@@ -35,25 +35,35 @@ def run_cleanup(d: Drill, st: Step, sr: StepResult) -> None:
     before = d.s.before
     done: list[str] = []
     failures: list[str] = []
+    refused: list[str] = []
 
     def each(what: str, fn: Any, *args: Any) -> None:
-        """One undo; a failure of one never keeps the others from running."""
+        """One undo; a failure (or a refusal by the cluster) of one never keeps the others from running."""
         try:
             fn(d, st, sr, act, *args, done)
         except Failed as e:
             failures.append(f"{what}: {e.why}")
+        except CallError as e:
+            refused.append(f"{what}: the cluster refused ({e.kind}: {e.message})")
+        except ClusterLost as e:
+            refused.append(f"{what}: the cluster stopped answering ({e})")
 
     for node in sorted(act.scope.nodes):
         each(f"node {node}", _undo_node, node)
-    tj = act.trainjob()
-    if tj is not None:
-        each(f"TrainJob {act.ns}/{act.name}", _undo_trainjob, tj)
+    each(f"TrainJob {act.ns}/{act.name}", _undo_trainjob_now)
     for kind_name, ns, name in sorted(act.scope.created, key=lambda k: -list(CREATABLE).index(k[0])):
         if kind_name != "TrainJob":
             each(f"{kind_name} {name}", _undo_created, CREATABLE[kind_name], ns, name)
-    problems = failures + _compare(d, st, act, before)
+    try:
+        compared = _compare(d, st, act, before)
+    except (CallError, ClusterLost) as e:
+        compared = [f"what is left could not be read back ({e})"]
+        refused.append(compared[0])
+    problems = failures + [r for r in refused if r not in compared] + compared
     if problems:
         d.result.leftovers += problems
+        if refused:  # the undo could not be done or checked: an error, and what is left is named
+            raise NotRun("not everything could be undone: " + "; ".join(problems))
         raise Failed("not everything is back as it was: " + "; ".join(problems))
     if not act.writes:
         sr.observed = "nothing was changed, nothing to undo"
@@ -111,6 +121,12 @@ def _undo_node(d: Drill, st: Step, sr: StepResult, act: Actions, node: str, done
     ch = act.unmark(NODE, node, None)
     if ch is not None:
         d.change(st, sr, ch, ask=False)
+
+
+def _undo_trainjob_now(d: Drill, st: Step, sr: StepResult, act: Actions, done: list[str]) -> None:
+    tj = act.trainjob()
+    if tj is not None:
+        _undo_trainjob(d, st, sr, act, tj, done)
 
 
 def _undo_trainjob(d: Drill, st: Step, sr: StepResult, act: Actions, tj: dict[str, Any], done: list[str]) -> None:

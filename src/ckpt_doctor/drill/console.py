@@ -95,6 +95,10 @@ class TextConsole:
         how = {"submit": "submitting it", "attach": "attached to it", "cleanup": "cleaning up"}.get(result.mode, "")
         dry = " (dry run: nothing is changed)" if result.dry_run else ""
         self._print(f"ckpt-doctor drill {result.drill_id}: {what}, {how}{dry}")
+        if result.simulated:
+            from ckpt_doctor.simulation import WORDS
+
+            self._print(f"  on the {WORDS} at {(result.cluster or {}).get('server')}: not a real cluster")
         if result.trainer_version:
             self._print(f"  Trainer {result.trainer_version}")
         for n in result.notes:
@@ -169,14 +173,7 @@ class TextConsole:
                     f"      {mark} {result.status}{took}")
 
     def end(self, result: DrillResult) -> None:
-        words = {
-            "passed": "every step passed",
-            "failed": f"step {getattr(result.failed_step(), 'id', '?')} failed",
-            "stopped": "stopped before the end (not a failure); cleanup ran",
-            "error": "the cluster or an input failed",
-            "planned": "the plan above changes nothing until you run it without --dry-run",
-        }
-        self._print(f"drill {result.drill_id}: {result.verdict}: {words.get(result.verdict, '')}")
+        self._print(f"drill {result.drill_id}: {result.verdict}: {result.verdict_reason}")
         for left in result.leftovers:
             self._print(f"  LEFT BEHIND: {left}")
         if result.leftovers:

@@ -37,6 +37,9 @@ class Step:
     timeout: float  # seconds
     on_fail: tuple[str, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
+    # a required step must run and pass for the drill to pass (contracts.md §5); an optional one (preflight
+    # in verify-resume: it predicts, the interruptions prove) may be skipped or degrade with a note
+    required: bool = True
 
     def param(self, name: str, default: Any) -> Any:
         return self.params.get(name, default)
@@ -123,6 +126,11 @@ def parse_playbook(doc: dict[str, Any], where: str = "playbook") -> Playbook:
         params = rs.get("params") or {}
         if not isinstance(params, dict):
             raise bad(f"{at} ({sid}): params must be a mapping")
+        required = rs.get("required", True)
+        if not isinstance(required, bool):
+            raise bad(f"{at} ({sid}): required must be true or false")
+        if action in ALWAYS and not required:
+            raise bad(f"{at} ({sid}): a {action} step is always required")
         steps.append(
             Step(
                 sid,
@@ -134,6 +142,7 @@ def parse_playbook(doc: dict[str, Any], where: str = "playbook") -> Playbook:
                 float(timeout),
                 tuple(on_fail),
                 dict(params),
+                required,
             )
         )
     actions = [s.action for s in steps]

@@ -30,33 +30,48 @@ def _target(doc: dict[str, Any]) -> str:
     return f"{t.get('namespace')}/{t.get('name')}" if t else "-"
 
 
+def _outcome(doc: dict[str, Any], s: dict[str, Any]) -> str:
+    """A step's JUnit outcome: its status, except that a required step whose absence made the verdict `error`
+    (skipped, not chosen, not run) is an error: a CI reading the JUnit must not see green where the drill did
+    not pass (drill/verdict.py decides, this only shows it)."""
+    if doc.get("verdict") == "error" and doc.get("failedStep") == s["id"] and s["status"] not in ("failed", "error"):
+        return "error"
+    return str(s["status"])
+
+
 def render_junit(doc: dict[str, Any]) -> str:
     """One test case per step: failed → <failure>, error → <error>, not run / skipped / planned → <skipped>."""
     steps = doc["steps"]
-    fails = sum(1 for s in steps if s["status"] == "failed")
-    errors = sum(1 for s in steps if s["status"] == "error")
-    skipped = sum(1 for s in steps if s["status"] in ("skipped", "not_run", "planned", "stopped"))
+    outcomes = [_outcome(doc, s) for s in steps]
+    fails = outcomes.count("failed")
+    errors = outcomes.count("error")
+    skipped = sum(1 for o in outcomes if o in ("skipped", "not_run", "planned", "stopped"))
     total_time = sum(s.get("seconds") or 0 for s in steps)
     attrs = {"tests": str(len(steps)), "failures": str(fails), "errors": str(errors), "skipped": str(skipped)}
     root = ET.Element("testsuites", {"name": "ckpt-doctor drill", **attrs, "time": f"{total_time:.3f}"})
     suite = ET.SubElement(root, "testsuite", {"name": f"drill {doc['playbook']} {_target(doc)}", **attrs,
                                               "time": f"{total_time:.3f}", "timestamp": doc.get("startedAt") or ""})
     props = ET.SubElement(suite, "properties")
-    for k in ("drillId", "verdict", "trainerVersion", "how", "dryRun"):
+    for k in ("drillId", "verdict", "verdictReason", "trainerVersion", "how", "dryRun"):
         ET.SubElement(props, "property", {"name": k, "value": str(doc.get(k) if doc.get(k) is not None else "")})
-    for s in steps:
+    if (doc.get("cluster") or {}).get("simulated"):
+        from ckpt_doctor.simulation import WORDS
+
+        ET.SubElement(props, "property", {"name": "cluster", "value": WORDS})
+    for s, outcome in zip(steps, outcomes, strict=True):
         tc = ET.SubElement(suite, "testcase", {"classname": f"ckpt-doctor.drill.{doc['playbook']}", "name": s["id"],
                                                "time": f"{s.get('seconds') or 0:.3f}"})
         body = _body(s)
-        if s["status"] == "failed":
+        if outcome == "failed":
             ET.SubElement(tc, "failure", {"type": "failed", "message": s["observed"] or s["title"]}).text = body
-        elif s["status"] == "error":
-            ET.SubElement(tc, "error", {"type": "error", "message": s["observed"] or s["title"]}).text = body
-        elif s["status"] in ("skipped", "not_run", "planned", "stopped"):
+        elif outcome == "error":
+            message = s["observed"] if s["status"] == "error" else doc.get("verdictReason")
+            ET.SubElement(tc, "error", {"type": "error", "message": message or s["title"]}).text = body
+        elif outcome in ("skipped", "not_run", "planned", "stopped"):
             why = {"not_run": "not run: an earlier step ended the drill", "planned": "planned (--dry-run)",
                    "stopped": "stopped: the drill was interrupted"}.get(s["status"], s["observed"] or "skipped")
             ET.SubElement(tc, "skipped", {"message": why if s["status"] != "skipped" else (s["observed"] or why)})
-        if body and s["status"] not in ("failed", "error"):
+        if body and outcome not in ("failed", "error"):
             ET.SubElement(tc, "system-out").text = body
     if doc.get("leftovers"):
         ET.SubElement(suite, "system-err").text = "\n".join(f"left behind: {x}" for x in doc["leftovers"])
@@ -95,15 +110,22 @@ def render_markdown(doc: dict[str, Any]) -> str:
     out = [f"# ckpt-doctor drill `{doc['drillId']}`: TrainJob `{_target(doc)}`", ""]
     verdict = doc["verdict"]
     failed = f" at step `{doc['failedStep']}`" if doc.get("failedStep") else ""
-    out += [f"**Verdict: {verdict}**{failed}. Playbook `{doc['playbook']}`, {doc['how']}"
+    said = f": {_md(doc['verdictReason'])}" if doc.get("verdictReason") else failed  # the reason names the step
+    out += [f"**Verdict: {verdict}**{said}", ""]
+    out += [f"Playbook `{doc['playbook']}`, {doc['how']}"
             + (f", Trainer {doc['trainerVersion']}" if doc.get("trainerVersion") else "")
             + (" (dry run: nothing was changed)" if doc.get("dryRun") else "") + ".", ""]
+    if (doc.get("cluster") or {}).get("simulated"):
+        from ckpt_doctor.simulation import WORDS
+
+        out += [f"Cluster: the {WORDS} at {doc['cluster']['server']}, not a real cluster.", ""]
     if doc.get("startedAt"):
         out += [f"Started {doc['startedAt']}, finished {doc.get('finishedAt') or '-'}.", ""]
     out += ["| step | status | took | observed |", "|---|---|---|---|"]
     for s in doc["steps"]:
         took = f"{s['seconds']:.1f} s" if s.get("seconds") is not None else ""
-        out.append(f"| `{s['id']}` | {STATUS_WORDS.get(s['status'], s['status'])} | {took} | {_md(s['observed'])} |")
+        status = STATUS_WORDS.get(s["status"], s["status"]) + ("" if s.get("required", True) else " (optional)")
+        out.append(f"| `{s['id']}` | {status} | {took} | {_md(s['observed'])} |")
     out.append("")
     for s in doc["steps"]:
         out += [f"## {s['id']}: {s['title']}", "", f"_{STATUS_WORDS.get(s['status'], s['status'])}_", ""]
@@ -146,15 +168,25 @@ def render_markdown(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def write_reports(result: DrillResult, junit: Path | None, report: Path | None, stdout: IO[str] | None) -> None:
-    """Write what was asked for (safely: safewrite), then the JSON on stdout when asked."""
+def write_reports(result: DrillResult, junit: Path | None, report: Path | None, stdout: IO[str] | None,
+                  force: bool = False) -> None:
+    """Write what was asked for (safely: safewrite; an existing file only with `force`, keeping its mode), then
+    the JSON on stdout when asked. One that cannot be written does not keep the others from being written; the
+    first refusal is raised at the end."""
+    from ckpt_doctor.errors import InputError
     from ckpt_doctor.safewrite import write_output
 
     doc = document(result)
-    if junit is not None:
-        write_output(junit, render_junit(doc), force=True)
-    if report is not None:
-        write_output(report, render_markdown(doc), force=True)
+    refused: list[InputError] = []
+    for path, render in ((junit, render_junit), (report, render_markdown)):
+        if path is None:
+            continue
+        try:
+            write_output(path, render(doc), force=force)
+        except InputError as e:
+            refused.append(e)
     if stdout is not None:
         stdout.write(render_json(doc))
         stdout.flush()
+    if refused:
+        raise refused[0]

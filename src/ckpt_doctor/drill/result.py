@@ -51,12 +51,14 @@ class StepResult:
     commands: list[Command] = field(default_factory=list)
     diagnosis: dict[str, Any] | None = None  # on a failed verification: the engine's verdict
     notes: list[str] = field(default_factory=list)
+    required: bool = True  # the playbook's: the drill passes only when every required step passed
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.id,
             "title": self.title,
             "status": self.status,
+            "required": self.required,
             "startedAt": self.started_at,
             "finishedAt": self.finished_at,
             "seconds": None if self.seconds is None else round(self.seconds, 3),
@@ -82,18 +84,22 @@ class DrillResult:
     dry_run: bool = False
     trainer_version: str | None = None
     verdict: str = "planned"
+    verdict_step: str | None = None  # the step that decided a failed or error verdict (drill/verdict.py)
+    verdict_reason: str = ""
     started_at: str | None = None
     finished_at: str | None = None
     steps: list[StepResult] = field(default_factory=list)
     leftovers: list[str] = field(default_factory=list)  # what cleanup could not undo
     notes: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    cluster: dict[str, Any] | None = None  # {server, serverVersion, simulated}: what the drill talked to
+
+    @property
+    def simulated(self) -> bool:
+        return bool((self.cluster or {}).get("simulated"))
 
     def step(self, sid: str) -> StepResult:
         return next(s for s in self.steps if s.id == sid)
-
-    def failed_step(self) -> StepResult | None:
-        return next((s for s in self.steps if s.status in ("failed", "error")), None)
 
     def summary(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
@@ -102,7 +108,6 @@ class DrillResult:
         return {k: v for k, v in out.items() if v}
 
     def to_json(self) -> dict[str, Any]:
-        failed = self.failed_step()
         return {
             "schemaVersion": 1,
             "tool": {"name": "ckpt-doctor", "version": __version__},
@@ -110,11 +115,13 @@ class DrillResult:
             "drillId": self.drill_id,
             "playbook": self.playbook,
             "target": self.target,
+            "cluster": self.cluster,
             "how": self.mode,
             "dryRun": self.dry_run,
             "trainerVersion": self.trainer_version,
             "verdict": self.verdict,
-            "failedStep": failed.id if failed is not None and self.verdict in ("failed", "error") else None,
+            "failedStep": self.verdict_step if self.verdict in ("failed", "error") else None,
+            "verdictReason": self.verdict_reason,
             "startedAt": self.started_at,
             "finishedAt": self.finished_at,
             "options": dict(self.options),

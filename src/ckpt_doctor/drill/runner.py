@@ -1,9 +1,12 @@
 """The drill as a state machine: the steps in playbook order, each pending → running → an outcome.
 
-Outcomes: passed, failed (its expectation was not met: the engine's diagnosis says why), skipped,
-stopped (Ctrl-C, SIGTERM, abort), error (the cluster or an input failed), not_run (an earlier step ended
-the drill), planned (--dry-run). A failed or erroring step ends the drill; cleanup runs on every path
-out of `run()`, shielded from signals, and may run again (every undo first reads what is there).
+Outcomes: passed, failed (its expectation was not met: the engine's diagnosis says why), skipped (the user
+declined it, or did not choose it), stopped (Ctrl-C, SIGTERM, abort), error (the step could not do what it is
+for: the cluster or an input failed, an API refused, a wait timed out before its action), not_run (an earlier
+step ended the drill), planned (--dry-run). A failed or erring step ends the drill; cleanup runs on every path
+out of `run()`, shielded from signals, and may run again (every undo first reads what is there). `run()`
+never raises: whatever happens (an unexpected answer, a bug) ends as a step's error, and the verdict comes
+from drill/verdict.py, the one decision every face shows.
 
 Steps do their work through this class: `change()` shows a change's kubectl lines and asks (unless
 --yes), then applies it; `wait()` polls a condition with progress until the step's deadline. The
@@ -67,7 +70,18 @@ class Failed(Exception):
 
 
 class Skip(Exception):
-    """The step does not run (declined, or nothing it can do here); not a failure."""
+    """The user chose not to run the step (declined its change); shown as skipped. A required step skipped
+    keeps the drill from passing (drill/verdict.py)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class NotRun(Exception):
+    """The step could not do what it is for: an API refused or failed before its action, a read it depends
+    on failed, a wait timed out before its action, what it needs is gone or missing. A required step ends as
+    `error` (the drill's verdict names it and the reason); an optional one is skipped with a note."""
 
     def __init__(self, why: str) -> None:
         super().__init__(why)
@@ -96,6 +110,9 @@ class State:
     allowed: dict[str, bool | str] = field(default_factory=dict)  # "verb resource" -> SSAR answer
     diag: Diagnosis | None = None  # the last diagnosis (for a failure's explanation)
     changed: bool = False  # something was written
+    blocked: str | None = None  # the last read a wait depends on failed (why): its timeout is then not a failure
+    exec_refused: str | None = None  # why exec into the trainer was refused, once it was
+    denied: str | None = None  # permissions the drill needs and the identity lacks (preflight)
 
 
 class Drill:
@@ -142,6 +159,7 @@ class Drill:
         self.name = ""
         self.actions: Actions | None = None
         self.error: InputError | None = None
+        self.internal: str | None = None  # an unexpected exception (a bug, or an answer nothing expected)
         self.stopped: Stopped | None = None
         self.deadline = 0.0
         self._shown: set[int] = set()
@@ -155,7 +173,7 @@ class Drill:
         r.started_at = now()
         plan = [self.pb.steps[-1]] if self.opts.cleanup else list(self.pb.steps)
         for st in plan:
-            r.steps.append(StepResult(st.id, st.title, st.why, st.expect))
+            r.steps.append(StepResult(st.id, st.title, st.why, st.expect, required=st.required))
         ended = False
         try:
             if self.opts.cleanup:
@@ -183,46 +201,53 @@ class Drill:
             r.notes.append(f"lost the cluster: {e}")
         except InputError as e:
             self.error = e
+        except InternalError as e:
+            self.internal = str(e)
+        except Exception as e:  # never a traceback out of a drill: a bug ends as an error, cleanup still runs
+            self.internal = _describe(e)
         finally:
             try:
                 with self.interrupts.shield():
                     self.cleaning = True
                     last = self.pb.steps[-1]
-                    self.run_step(last, r.step(last.id), len(plan), cleanup.run_cleanup)
+                    try:
+                        self.run_step(last, r.step(last.id), len(plan), cleanup.run_cleanup)
+                    except Exception as e:  # run_step re-raises only what is not the cleanup's own error
+                        self.internal = self.internal or _describe(e)
                     if self.interrupts.held and self.stopped is None:
                         self.stopped = Stopped(self.interrupts.held[0])
                         r.notes.append(f"{self.interrupts.held[0]} during the cleanup: held until it finished")
-                    r.finished_at = now()
-                    r.verdict = self.verdict()
-                    self.console.end(r)
+                    self._finish()
             except Abandoned as e:
                 self.stopped = self.stopped or Stopped(str(e))
                 sr = r.step(self.pb.steps[-1].id)
                 sr.status = "stopped"
                 sr.observed = f"cleanup abandoned by a second {e}; the drill's marks stay for `drill --cleanup`"
                 r.leftovers.append("the cleanup did not finish: run `ckpt-doctor drill --cleanup`")
-                r.finished_at = now()
-                r.verdict = self.verdict()
-                self.console.end(r)
+                self._finish()
         return r
 
+    def _finish(self) -> None:
+        from ckpt_doctor.drill import verdict
+
+        r = self.result
+        r.finished_at = now()
+        err = str(self.error) if self.error is not None else None
+        if self.internal is not None:
+            err = f"internal error: {self.internal}"
+        verdict.apply(r, self.stopped.why if self.stopped is not None else None, err)
+        try:
+            self.console.end(r)
+        except Exception as e:  # a console that fails at the end (the app closing) changes nothing decided
+            r.notes.append(f"the screen could not show the end: {_describe(e)}")
+
     def verdict(self) -> str:
-        statuses = [s.status for s in self.result.steps]
-        if self.opts.dry_run and self.error is None and "error" not in statuses:
-            return "planned"
-        if self.stopped is not None or "stopped" in statuses:
-            return "stopped"
-        if self.error is not None or "error" in statuses:
-            return "error"
-        if "failed" in statuses:
-            return "failed"
-        return "passed"
+        return self.result.verdict
 
     def exit_code(self) -> int:
-        v = self.result.verdict
-        if v == "stopped":
-            return self.stopped.exit_code if self.stopped is not None else 130
-        return {"passed": 0, "planned": 0, "failed": 1, "error": 3}.get(v, 1)
+        from ckpt_doctor.drill import verdict
+
+        return verdict.exit_code(self.result.verdict, self.stopped.exit_code if self.stopped is not None else None)
 
     def run_step(
         self, st: Step, sr: StepResult, index: int, handler: Callable[[Drill, Step, StepResult], None]
@@ -237,6 +262,12 @@ class Drill:
                 sr.status = "planned" if self.opts.dry_run and st.action != "preflight" else "passed"
         except Skip as e:
             sr.status, sr.observed = "skipped", e.why
+        except NotRun as e:
+            if st.required or self.opts.dry_run:
+                sr.status, sr.observed = "error", e.why  # the verdict says "step X could not run: …"
+            else:
+                sr.status, sr.observed = "skipped", f"could not run: {e.why}"
+                sr.notes.append(f"optional step {st.id} could not run: {e.why}")
         except Failed as e:
             sr.status, sr.observed = "failed", e.why
             sr.evidence += e.evidence
@@ -259,9 +290,13 @@ class Drill:
             sr.status, sr.observed = "error", f"the cluster refused: {e.kind}: {e.message}"
             if st.action != "cleanup":
                 raise InputError(f"step {st.id}: {e.kind}: {e.message}") from None
-        except InternalError:
-            sr.status = "error"
+        except InternalError as e:
+            sr.status, sr.observed = "error", f"internal error: {e}"
             raise
+        except Exception as e:  # an answer nothing expected, or a bug: the step errs, the drill ends, no traceback
+            sr.status, sr.observed = "error", f"internal error: {_describe(e)}"
+            if st.action != "cleanup":
+                raise InternalError(_describe(e)) from e
         finally:
             sr.finished_at = now()
             sr.seconds = self.clock.monotonic() - t0
@@ -315,6 +350,7 @@ class Drill:
         """Poll `check` until it returns something, with progress; Failed at the step's deadline."""
         start = self.clock.monotonic()
         limit = self.deadline if until is None else min(until, self.deadline)
+        self.s.blocked = None
         while True:
             self.check_stop()
             got = check()
@@ -322,6 +358,8 @@ class Drill:
                 return got
             now_t = self.clock.monotonic()
             if now_t >= limit:
+                if self.s.blocked is not None:  # what was waited for could not be read: unknown, not failed
+                    raise NotRun(f"timed out after {now_t - start:.0f} s {what}: {self.s.blocked}")
                 raise Failed(f"timed out after {now_t - start:.0f} s {what}")
             self.console.progress(st, what, now_t - start, max(0.0, limit - start))
             self.clock.sleep(min(self.pb.poll, max(0.0, limit - now_t)))
@@ -359,6 +397,7 @@ class Drill:
         self.console.diagnosis(st, verify.summary_lines(sr.diagnosis))
 
     def diagnose(self) -> Diagnosis:
+        """A fresh live diagnosis of the TrainJob (drill/verify.py); InputError when the cluster cannot give one."""
         from ckpt_doctor.drill import verify
 
         o = self.opts
@@ -374,3 +413,8 @@ class Drill:
         )
         self.s.diag = diag
         return diag
+
+
+def _describe(e: BaseException) -> str:
+    text = " ".join(str(e).split())[:300]
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__

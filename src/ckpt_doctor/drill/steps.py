@@ -13,10 +13,10 @@ import re
 from typing import Any
 
 from ckpt_doctor.drill import marks, verify
-from ckpt_doctor.drill.actions import CREATABLE, CREATE_ORDER, Actions
+from ckpt_doctor.drill.actions import CREATABLE, CREATE_ORDER, Actions, LogFollow, joined
 from ckpt_doctor.drill.playbook import Step
 from ckpt_doctor.drill.result import Command, StepResult
-from ckpt_doctor.drill.runner import Drill, Failed, Skip
+from ckpt_doctor.drill.runner import Drill, Failed, NotRun, Skip
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.sources.live.client import Api, CallError
 from ckpt_doctor.sources.live.kinds import DEPLOYMENT, TRAINER_DEPLOYMENT
@@ -64,7 +64,7 @@ def connect(d: Drill) -> None:
     if cluster is not None:
         api = Api(cluster)
         try:  # one request, no retries: a cluster never reached is not a cluster lost
-            api.version()
+            _seen_cluster(d, cluster.server, api.version())
         except CallError as e:  # an answer, even a refusal, is a cluster: the steps say what they cannot read
             if e.kind in ("unreachable", "timeout") and o.dry_run:
                 d.result.notes.append(f"cluster not reached ({e.message}): the plan shows placeholders for what it "
@@ -75,6 +75,14 @@ def connect(d: Drill) -> None:
         d.s.cluster = cluster
         d.s.api = api
         d.actions = d.make_actions()
+
+
+def _seen_cluster(d: Drill, server: str, version: str) -> None:
+    """What the drill talks to: the sandbox says so in its version (ckpt_doctor.simulation), and every face of the
+    drill then says `sandbox (simulated cluster)`."""
+    from ckpt_doctor.simulation import simulated
+
+    d.result.cluster = {"server": server, "serverVersion": version, "simulated": simulated(version)}
 
 
 def connect_cleanup(d: Drill) -> None:
@@ -143,6 +151,8 @@ def preflight(d: Drill, st: Step, sr: StepResult) -> None:
         _preflight_nodes(d, sr, ok)
         _remember_before(d, tj)
     d.result.trainer_version = d.s.version
+    if d.s.denied:
+        raise InputError("; ".join([d.s.denied, *problems]))
     if problems:
         raise Failed("; ".join(problems))
     sr.observed = "; ".join(ok)
@@ -410,11 +420,11 @@ def _preflight_rbac(d: Drill, sr: StepResult, problems: list[str], ok: list[str]
     listing = review(d.s.api, [n for n in _listing_need()], d.ns)
     for n, a in listing:
         d.s.allowed[f"{n.verb} {n.resource}"] = a
-    if missing:
+    if missing:  # the drill cannot run: an error before any change, not a verdict on the job
         rows = ", ".join(f"{n.verb} {n.resource}" for n in missing)
-        problems.append(f"the identity may not: {rows} (`ckpt-doctor rbac --drill` prints the Roles)")
         sr.evidence += [{"type": "absence", "what": f"permission to {n.verb} {n.resource}", "where": d.ns}
                         for n in missing]
+        d.s.denied = f"the identity may not: {rows} (`ckpt-doctor rbac --drill` prints the Roles)"
     else:
         ok.append(f"all {len(answers)} permissions the drill needs are allowed")
 
@@ -575,7 +585,7 @@ def _create(d: Drill, st: Step, sr: StepResult) -> None:
         try:
             d.change(st, sr, ch)
         except CallError as e:
-            if obj["kind"] == "TrainJob" and e.kind in ("bad", "forbidden", "other"):
+            if obj["kind"] == "TrainJob" and (e.kind == "bad" or "admission webhook" in e.message):
                 raise Failed(f"the API server rejected the TrainJob: {e.message} (`ckpt-doctor explain-error` "
                              "matches it to a rule)", [{"type": "text", "text": e.message}]) from None
             raise
@@ -586,7 +596,7 @@ def _running_trainer(d: Drill, sr: StepResult) -> dict[str, Any] | None:
     assert act is not None
     tj = act.trainjob()
     if tj is None:
-        raise Failed(f"TrainJob {d.ns}/{d.name} is gone")
+        raise NotRun(f"TrainJob {d.ns}/{d.name} is gone (deleted during the drill?)")
     _fail_if_finished(d, tj)
     pods = act.pods()
     pod = verify.rank0(pods, d.s.trainer_jobs)
@@ -621,10 +631,16 @@ def _sigs(d: Drill) -> list[Any]:
 
 
 def read_trainer(d: Drill, pod: dict[str, Any]) -> verify.Reading:
+    """The trainer's current log, read as the engine reads it. A log that cannot be read is not an empty one:
+    the wait that depends on it then ends as NotRun, not as a failure (`State.blocked`)."""
     act = d.actions
     assert act is not None
-    content = act.log(verify.pod_name(pod), verify.container(pod)) or b""
-    return verify.read(pod, content, _sigs(d), d.ns)
+    res = act.log_result(verify.pod_name(pod), verify.container(pod))
+    if res.content is None and res.gap:
+        d.s.blocked = f"the trainer's log could not be read ({res.gap})"
+    elif res.content is not None:
+        d.s.blocked = None
+    return verify.read(pod, res.content or b"", _sigs(d), d.ns)
 
 
 def first_checkpoint(d: Drill, st: Step, sr: StepResult) -> None:
@@ -634,8 +650,11 @@ def first_checkpoint(d: Drill, st: Step, sr: StepResult) -> None:
             sr.commands.append(Command(f"kubectl -n {d.ns} exec {_pod_hint(d)} -c node -- ls -1 "
                                        f"{d.s.ckpt_dir or '<checkpoint dir>'}", "read: list the checkpoint directory"))
         return
-    # unknown (no preflight) is tried: a refusal only costs a note
-    listing = bool(st.param("listDirectory", True)) and d.s.allowed.get("create pods/exec") is not False
+    # the listing is optional: unknown permission (no preflight) is tried, and a refusal costs a note; but when
+    # the log shows no save either, a step that could look at only one of its two sources proves nothing
+    wanted = bool(st.param("listDirectory", True))
+    if wanted and d.s.allowed.get("create pods/exec") is False:
+        sr.notes.append("the checkpoint directory is not listed: the identity may not exec into the trainer pod")
     polls = {"n": 0}
 
     def saved() -> tuple[dict[str, Any], verify.Reading, list[str]] | None:
@@ -646,11 +665,17 @@ def first_checkpoint(d: Drill, st: Step, sr: StepResult) -> None:
         d.console.log_tail(st, reading.tail())
         if reading.last_save is not None:
             return pod, reading, []
+        listing = wanted and d.s.allowed.get("create pods/exec") is not False
         polls["n"] += 1
         if listing and d.s.ckpt_dir and polls["n"] % 5 == 1:
             names = _list_dir(d, pod, d.s.ckpt_dir, sr)
             if names:
                 return pod, reading, names
+        if wanted and d.s.blocked is None and d.s.allowed.get("create pods/exec") is False:
+            d.s.blocked = ("no save line in the trainer's log, and the checkpoint directory could not be listed "
+                           f"({d.s.exec_refused or 'exec into the trainer pod is not allowed'})")
+        elif wanted and d.s.blocked is None and not d.s.ckpt_dir:
+            d.s.blocked = "no save line in the trainer's log, and its checkpoint directory is not known"
         return None
 
     pod, reading, names = d.wait(st, "for the first complete save", saved)
@@ -662,7 +687,7 @@ def first_checkpoint(d: Drill, st: Step, sr: StepResult) -> None:
     else:
         d.s.floor = max((_step_of(n) or 0) for n in names) or None
         sr.observed = f"no save line, but {d.s.ckpt_dir} holds {', '.join(names[-3:])}"
-    if listing and d.s.ckpt_dir and not names:
+    if wanted and d.s.allowed.get("create pods/exec") is not False and d.s.ckpt_dir and not names:
         names = _list_dir(d, pod, d.s.ckpt_dir, sr)
     if names:
         sr.evidence.append({"type": "field", "object": f"Pod/{d.ns}/{verify.pod_name(pod)}",
@@ -683,7 +708,12 @@ def _list_dir(d: Drill, pod: dict[str, Any], path: str, sr: StepResult) -> list[
         rc, out = act.exec(pod, verify.container(pod), ["ls", "-1", path], 20)
     except CallError as e:
         sr.notes.append(f"could not list {path} ({e.kind}: {e.message})")
-        d.s.allowed["create pods/exec"] = False
+        if e.kind in ("forbidden", "notfound", "unauthorized", "bad"):  # refused: not asked again
+            d.s.allowed["create pods/exec"] = False
+            d.s.exec_refused = f"{e.kind}: {e.message}"
+        return []
+    if rc is None:
+        sr.notes.append(f"listing {path} did not finish within 20 s")
         return []
     if rc != 0:
         return []
@@ -703,8 +733,12 @@ def _pod_hint(d: Drill) -> str:
 
 
 def _before_interruption(d: Drill, st: Step, sr: StepResult) -> tuple[dict[str, Any], verify.Reading]:
-    """The running trainer, after a complete save newer than where its attempt began."""
+    """The running trainer, after a complete save newer than where its attempt began: a save line in its log, or
+    (HF Trainer logs none by default) two checkpoint directories newer than that in its checkpoint directory,
+    the newest of which may still be being written."""
     after = d.s.resumed_from if d.s.resumed_from is not None else -1
+    polls = {"n": 0}
+    listed: dict[str, Any] = {}
 
     def fresh() -> tuple[dict[str, Any], verify.Reading] | None:
         pod = _running_trainer(d, sr)
@@ -715,15 +749,28 @@ def _before_interruption(d: Drill, st: Step, sr: StepResult) -> tuple[dict[str, 
         save = reading.last_save
         if not st.param("freshSave", True) or (save is not None and (save.step or 0) > after):
             return pod, reading
+        polls["n"] += 1
+        if d.s.ckpt_dir and d.s.allowed.get("create pods/exec") is not False and polls["n"] % 5 == 1:
+            steps = sorted(s for s in (_step_of(n) for n in _list_dir(d, pod, d.s.ckpt_dir, sr)) if s is not None)
+            if len(steps) >= 2 and steps[-2] > after:
+                listed.update(step=steps[-2], names=steps[-3:], pod=pod)
+                return pod, reading
         return None
 
     what = "for the trainer to run" if not st.param("freshSave", True) else (
         "for a complete save newer than the one this attempt resumed from")
-    pod, reading = d.wait(st, what, fresh)
+    try:
+        pod, reading = d.wait(st, what, fresh)
+    except Failed as e:  # nothing was interrupted yet: the step could not run, the job did not fail it
+        raise NotRun(f"{e.why}, before interrupting anything") from None
     save = reading.last_save
-    if save is not None:
+    if save is not None and (save.step or 0) > after:
         d.s.floor = max(d.s.floor or 0, save.step or 0)
         sr.evidence.append(reading.evidence(save))
+    elif listed:
+        d.s.floor = max(d.s.floor or 0, listed["step"])
+        sr.evidence.append({"type": "field", "object": f"Pod/{d.ns}/{verify.pod_name(pod)}",
+                            "path": f"ls {d.s.ckpt_dir}", "value": [f"…{n}" for n in listed["names"]]})
     _record(d, pod, reading.content)
     return pod, reading
 
@@ -748,6 +795,10 @@ def verify_resume(d: Drill, st: Step, sr: StepResult, what: str, pod: dict[str, 
     if v.kind == "fresh":
         raise Failed(f"attempt {n} started from step 0 after the {what}; {_attempt_line(floor)}")
     if v.kind != "resumed":
+        gaps = [g for g in diag.facts.scope.snap.not_collected if "log" in g.what or "pod" in g.what]
+        if gaps:  # the engine could not read how it began: unknown, not a failure of the job
+            raise NotRun(f"attempt {n} after the {what}: how it began could not be read ({gaps[0].what}: "
+                         f"{gaps[0].reason})")
         raise Failed(f"attempt {n} after the {what}: its log does not say how it began ({v.kind})")
     if v.step is None:
         raise Failed(f"attempt {n} resumed after the {what}, but its log does not say from which step; "
@@ -765,7 +816,7 @@ def _new_attempt(d: Drill, sr: StepResult, old: dict[str, Any], in_place_ok: boo
     assert act is not None
     tj = act.trainjob()
     if tj is None:
-        raise Failed(f"TrainJob {d.ns}/{d.name} is gone")
+        raise NotRun(f"TrainJob {d.ns}/{d.name} is gone (deleted during the drill?)")
     _fail_if_finished(d, tj)
     pod = verify.rank0(act.pods(), d.s.trainer_jobs)
     if pod is None or not verify.running(pod):
@@ -802,7 +853,7 @@ def crash(d: Drill, st: Step, sr: StepResult) -> None:
         d.change(st, sr, ch)
         rc, out = ch.result
         if rc not in (0, None):
-            raise Failed(f"`kill 1` in {verify.pod_name(pod)} failed (exit {rc}): {out.strip()[:200]}")
+            raise NotRun(f"`kill 1` in {verify.pod_name(pod)} failed (exit {rc}): {out.strip()[:200]}")
     else:
         d.change(st, sr, act.delete_pod(pod))
     grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 30)
@@ -835,15 +886,30 @@ def crash(d: Drill, st: Step, sr: StepResult) -> None:
         how = "its container restarted in place"
     else:
         how = "a new pod replaced it"
-    last = reading.last_save.step if reading.last_save else "?"
+    last = reading.last_save.step if reading.last_save else (d.s.floor if d.s.floor is not None else "?")
     sr.observed = f"{how}; attempt {v.attempt} resumed from step {v.step} (the last complete save was step {last})"
 
 
-def _wait_gone(d: Drill, st: Step, sr: StepResult, old: dict[str, Any]) -> dict[str, Any]:
-    """Wait until the TrainJob's pods are gone; follow the old trainer's log meanwhile. Returns what was seen."""
+def _exit_codes() -> tuple[dict[str, int], Any]:
+    """Exit codes by pod name, and the watch callback that fills them (drill/actions.PodWatch)."""
+    codes: dict[str, int] = {}
+
+    def see(p: dict[str, Any]) -> None:
+        code = verify.exit_code(p)
+        if code is not None:
+            codes[verify.pod_name(p)] = code
+
+    return codes, see
+
+
+def _wait_gone(d: Drill, st: Step, sr: StepResult, old: dict[str, Any], codes: dict[str, int],
+               follow: LogFollow | None = None, base: bytes = b"") -> dict[str, Any]:
+    """Wait until the TrainJob's pods are gone; keep the old trainer's log meanwhile (`base`, read once, continued
+    by `follow`; polled when following failed). Returns what was seen; `codes` are the exit codes a pod watch saw
+    (both were started before the change that stops the pods)."""
     act = d.actions
     assert act is not None
-    seen: dict[str, Any] = {"codes": {}, "start": d.clock.monotonic()}
+    seen: dict[str, Any] = {"codes": codes, "start": d.clock.monotonic()}
 
     def gone() -> bool | None:
         pods = act.pods()
@@ -851,7 +917,7 @@ def _wait_gone(d: Drill, st: Step, sr: StepResult, old: dict[str, Any]) -> dict[
             code = verify.exit_code(p)
             if code is not None:
                 seen["codes"][verify.pod_name(p)] = code
-            if verify.uid(p) == verify.uid(old):
+            if verify.uid(p) == verify.uid(old) and (follow is None or follow.error is not None):
                 content = act.log(verify.pod_name(p), verify.container(p)) or b""
                 kept = d.s.recorded.get(verify.pod_name(p), ({}, b""))[1]
                 _record(d, p, content if len(content) >= len(kept) else kept)
@@ -864,6 +930,11 @@ def _wait_gone(d: Drill, st: Step, sr: StepResult, old: dict[str, Any]) -> dict[
 
     d.wait(st, "for the TrainJob's pods to go", gone)
     seen["seconds"] = d.clock.monotonic() - seen["start"]
+    if follow is not None and follow.error is None:
+        follow.done.wait(max(0.0, min(5.0, d.deadline - d.clock.monotonic())))  # its last lines, then it ends
+        kept = d.s.recorded.get(verify.pod_name(old), ({}, b""))[1]
+        merged = joined(base, bytes(follow.data))
+        _record(d, old, merged if len(merged) >= len(kept) else kept)
     sr.evidence.append({"type": "field", "object": f"TrainJob/{d.ns}/{d.name}", "path": "pods gone after (s)",
                         "value": round(seen["seconds"], 2)})
     rec = d.s.recorded.get(verify.pod_name(old))
@@ -905,8 +976,13 @@ def suspend_resume(d: Drill, st: Step, sr: StepResult) -> None:
         _plan_suspend(d, sr, False)
         return
     pod, _ = _before_interruption(d, st, sr)
-    d.change(st, sr, act.suspend(True))
-    seen = _wait_gone(d, st, sr, pod)
+    codes, see = _exit_codes()
+    with act.watch_pods(see) as watch, act.follow_log(pod, verify.container(pod)) as follow:
+        base = act.log(verify.pod_name(pod), verify.container(pod)) or b""
+        d.change(st, sr, act.suspend(True))
+        seen = _wait_gone(d, st, sr, pod, codes, follow, base)
+    if watch.note:
+        sr.notes.append(watch.note)
     killed = _sigkill_check(d, sr, pod, seen)
     d.change(st, sr, act.suspend(False))
     newpod = d.wait(st, "for the resumed trainer to run", lambda: _new_attempt(d, sr, pod, in_place_ok=False))
@@ -975,17 +1051,20 @@ def cross_node(d: Drill, st: Step, sr: StepResult) -> None:
     old_node = verify.node_of(pod)
     target = _target_node(d, old_node)
     if target is None:
-        raise Skip(f"no schedulable node other than {old_node} fits the trainer (Ready, its nodeSelector, taints, "
+        raise NotRun(f"no schedulable node other than {old_node} fits the trainer (Ready, its nodeSelector, taints, "
                    "GPUs)")
     tname = str(target["metadata"]["name"])
     host = str(((target.get("metadata") or {}).get("labels") or {}).get(marks.HOSTNAME) or tname)
-    if d.opts.cross_node == "cordon":
-        d.change(st, sr, act.cordon(old_node, True))
+    codes, see = _exit_codes()
+    with act.watch_pods(see) as watch, act.follow_log(pod, verify.container(pod)) as follow:
+        base = act.log(verify.pod_name(pod), verify.container(pod)) or b""
+        if d.opts.cross_node == "cordon":
+            d.change(st, sr, act.cordon(old_node, True))
         d.change(st, sr, act.suspend(True))
-        seen = _wait_gone(d, st, sr, pod)
-    else:
-        d.change(st, sr, act.suspend(True))
-        seen = _wait_gone(d, st, sr, pod)
+        seen = _wait_gone(d, st, sr, pod, codes, follow, base)
+    if watch.note:
+        sr.notes.append(watch.note)
+    if d.opts.cross_node != "cordon":
         d.change(st, sr, act.steer(field, d.s.rjob, host, tname))
         tj = act.get(TJ, d.name, d.ns) or {}
         if not marks.has_steer(tj.get("spec") or {}, host):
@@ -1001,6 +1080,10 @@ def cross_node(d: Drill, st: Step, sr: StepResult) -> None:
             return None
         t = d.clock.monotonic()
         times.setdefault("created", t)
+        if not verify.node_of(p) and t - times["created"] > 2 * d.pb.poll:
+            unsched = [e for e in act.events_of("Pod", verify.pod_name(p)) if e.get("reason") == "FailedScheduling"]
+            if unsched:  # no room where it was steered: the move could not be tried, the job is not at fault
+                raise NotRun(f"the new pod {verify.pod_name(p)} could not be scheduled: {unsched[-1].get('message')}")
         if verify.node_of(p):
             times.setdefault("scheduled", t)
             if verify.node_of(p) == old_node:

@@ -130,6 +130,10 @@ def scan_live(
     tjs = fleet.trainjobs()
     fleet.prefetch()
     result = FleetResult("live", fleet.scope.describe(), namespace_errors=list(fleet.namespace_errors))
+    from ckpt_doctor.simulation import WORDS, simulated
+
+    if simulated(v if isinstance(v := getattr(fleet.store, "version", None), str) else None):
+        result.where += f" · {WORDS}"
     if progress is not None and tjs:
         progress.stage(f"diagnosing {len(tjs)} TrainJobs", total=len(tjs))
 

@@ -10,6 +10,7 @@ from ckpt_doctor.engine.model import Finding
 from ckpt_doctor.engine.walk import Diagnosis
 from ckpt_doctor.facts.context import NEEDS_CLUSTER
 from ckpt_doctor.report.evidence import describe
+from ckpt_doctor.simulation import WORDS, simulated_meta
 
 SEV_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 MAX_EVIDENCE = 4
@@ -22,7 +23,10 @@ def build(diag: Diagnosis, verbose: bool = False) -> Text:
     head = f"TrainJob {tgt['namespace']}/{tgt['name']}" if tgt else (f.scope.snap.location or "manifests")
     out.append("ckpt-doctor ", "bold")
     out.append(f"{f.mode} · {head} · Trainer {f.version.version}")
-    out.append(f" ({f.version.why})\n", "dim")
+    out.append(f" ({f.version.why})", "dim")
+    if simulated_meta(f.scope.snap.meta):
+        out.append(f" · {WORDS}", "bold yellow")
+    out.append("\n")
     if diag.verdict:
         for e in diag.verdict:
             out.append("\nSYMPTOM  ", "bold")

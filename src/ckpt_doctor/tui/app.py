@@ -304,6 +304,10 @@ class DoctorApp(App[int]):
     def _subtitle(self) -> None:
         t = self.target
         where = f"bundle {t.bundle.name}" if t.bundle is not None else f"live · {t.context or 'current context'}"
+        if self.view is not None and self.view.simulated:
+            from ckpt_doctor.simulation import WORDS
+
+            where = f"{WORDS} · {where}"
         parts = [self.current or "pick a TrainJob", where]
         if self.auto:
             parts.append(f"auto-refresh {self._interval():g}s")
@@ -599,7 +603,8 @@ class DoctorApp(App[int]):
                 "The drill runs against a live cluster: start ckpt-doctor with NAMESPACE/NAME.", severity="warning"
             )
             return
-        self.push_screen(DrillScreen(self.current, t.context, t.kubeconfig, t.timeout, **self.drill_options))
+        options = {"playbook": t.playbook, **self.drill_options}
+        self.push_screen(DrillScreen(self.current, t.context, t.kubeconfig, t.timeout, **options))
 
     def action_quit(self) -> None:  # type: ignore[override]
         from ckpt_doctor.tui.screens.drill import DrillScreen

@@ -409,7 +409,6 @@ class Api:
 
         The exit code is None when the command had not ended within `timeout` seconds."""
         from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
         from kubernetes.stream import stream
 
         # a client of its own: `stream` swaps the request function of the client it is given
@@ -428,14 +427,8 @@ class Api:
                 _preload_content=False,
                 _request_timeout=self.timeout,
             )
-        except ApiException as e:
-            text = str(e.reason or e)
-            m = re.search(r"Handshake status (\d{3})", text)
-            status = int(m.group(1)) if m else None
-            kind = {403: "forbidden", 404: "notfound", 401: "unauthorized"}.get(status or 0, "")
-            if not kind:
-                kind = "server" if status and status >= 500 else ("bad" if status else "unreachable")
-            raise CallError(kind, _short(e), status) from None
+        except Exception as e:  # a refused handshake may also surface as the client's own AttributeError
+            raise _exec_error(e, self.timeout) from None
         try:
             resp.run_forever(timeout=timeout)
             out = (resp.read_stdout() or "") + (resp.read_stderr() or "")
@@ -445,12 +438,17 @@ class Api:
         except Exception as e:
             raise _call_error(e, self.timeout) from None
         finally:
-            resp.close()
+            try:
+                resp.close()
+            except Exception:  # closing a stream the server already cut
+                pass
         try:
             status_doc = json.loads(err) if err else {}
         except ValueError:
             status_doc = {}
-        if not status_doc or status_doc.get("status") == "Success":
+        if not status_doc:  # the v4 channel protocol ends every command with its status: the stream was cut
+            raise CallError("dropped", "the exec stream closed before the command's exit status arrived")
+        if status_doc.get("status") == "Success":
             return 0, out
         causes = ((status_doc.get("details") or {}).get("causes")) or []
         code = next((c.get("message") for c in causes if isinstance(c, dict) and c.get("reason") == "ExitCode"), None)
@@ -459,6 +457,35 @@ class Api:
             return (int(code) if code is not None else 126), out + ("" if code else message)
         except ValueError:
             return 126, out + message
+
+
+def _exec_error(e: BaseException, timeout: float) -> CallError:
+    """What a failed exec handshake was. The kubernetes client words a refused WebSocket upgrade as an
+    ApiException "Handshake status 404 …", and for some refusals fails while wording it (an AttributeError whose
+    context is that ApiException): the status is read from the exception or the one it happened in."""
+    from kubernetes.client.exceptions import ApiException
+
+    chain: list[BaseException] = []
+    cur: BaseException | None = e
+    while cur is not None and cur not in chain and len(chain) < 5:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    for x in chain:
+        m = re.search(r"Handshake status (\d{3})", str(getattr(x, "reason", "") or "") + " " + str(x))
+        if m:
+            status = int(m.group(1))
+            body = getattr(x, "body", None) or str(getattr(x, "reason", "") or x).rpartition("-+-+-")[2]
+            msg = _status_message(body) or f"the exec handshake was answered {status}"
+            kind = {401: "unauthorized", 403: "forbidden", 404: "notfound", 400: "bad", 422: "bad"}.get(status)
+            if kind is None:
+                kind = "server" if status >= 500 or status == 429 else "other"
+            return CallError(kind, f"exec refused ({status}): {msg}", status)
+    api_error = next((x for x in chain if isinstance(x, ApiException)), None)
+    if api_error is not None and not api_error.status:
+        return CallError("unreachable", _short(api_error))
+    if api_error is not None:
+        return _call_error(api_error, timeout)
+    return _call_error(e, timeout)
 
 
 def _end_stream(resp: Any) -> None:

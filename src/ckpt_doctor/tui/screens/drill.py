@@ -159,6 +159,7 @@ class DrillScreen(Screen):
         self.title = f"drill · {self.target}"
         table = self.query_one("#drill-steps", DataTable)
         table.add_columns("", "step", "state")
+        table.focus()  # pushed from the palette, the screen had no focus, and its first key (a y) was lost
         self.running = True
         self._run()
 
@@ -179,8 +180,8 @@ class DrillScreen(Screen):
         try:
             drill = Drill(opts, self.console, stop=self.stop)
             self.drill = drill
-            drill.run()
-            if drill.error is not None:
+            drill.run()  # never raises: its verdict (drill/verdict.py) is what the screen shows
+            if drill.error is not None and drill.result.verdict_step is None:
                 self.console.note(f"error: {drill.error}")
         except (InputError, UsageError) as e:
             self.console.note(f"error: {e}")
@@ -205,6 +206,11 @@ class DrillScreen(Screen):
             self.states[st.id] = "pending"
             table.add_row(MARKS["pending"], st.id, "pending", key=st.id)
         self.sub_title = f"drill {result.drill_id}" + (" · dry run" if result.dry_run else "")
+        if result.simulated:
+            from ckpt_doctor.simulation import WORDS
+
+            self.sub_title += f" · {WORDS}"
+            self.add_note(f"on the {WORDS}: not a real cluster")
         for n in result.notes:
             self.add_note(n)
 
@@ -262,11 +268,12 @@ class DrillScreen(Screen):
         self.result = result
         for st in result.steps:
             self._set(st.id, st.status)
-        self.query_one("#drill-title", Static).update(f"drill {result.drill_id}: {result.verdict}")
-        self.query_one("#drill-why", Static).update("esc goes back")
+        tone = TONES.get(result.verdict, "")
+        self.query_one("#drill-title", Static).update(Text(f"drill {result.drill_id}: {result.verdict}", style=tone))
+        self.query_one("#drill-why", Static).update(redact_text(f"{result.verdict_reason}\nesc goes back"))
         for left in result.leftovers:
             self.add_note(f"LEFT BEHIND: {left} (run `ckpt-doctor drill --cleanup`)")
-        self.add_note(f"verdict: {result.verdict}")
+        self.add_note(f"verdict: {result.verdict}: {result.verdict_reason}")
 
     # -- keys ---------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
