@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.facts.attempts import SIGKILL_EXIT, SIGTERM_EXIT, Attempt, History, Run
 from ckpt_doctor.scope import event_ev, event_fields
 
@@ -627,11 +628,17 @@ def _attempt_fact(facts: Facts, h: History, a: Attempt, pos: int, collected: str
         bad = [e for lg in logs for e in lg.of("partial_checkpoint") + lg.of("resume_error")]
         if bad:
             fact.resume_failed = bad[0].text.strip()
-    fact.last_step_bound, fact.last_step_unknown = _last_step_bound(fact, a)
+    fact.last_step_bound, fact.last_step_unknown = _last_step_bound(fact, a, _stacks(facts))
     return fact
 
 
-def _last_step_bound(fact: AttemptFact, a: Attempt) -> tuple[bool, str]:
+def _stacks(facts: Facts) -> frozenset[str]:
+    """The stacks the trainer's program shows (its code and logs), none when it cannot be read."""
+    prog = facts.program if facts.mode == "diagnose" else None
+    return frozenset(prog.stacks) if prog is not None else frozenset()
+
+
+def _last_step_bound(fact: AttemptFact, a: Attempt, stacks: frozenset[str] = frozenset()) -> tuple[bool, str]:
     """Whether the attempt's last visible step is only a lower bound, and why none is visible at all.
 
     A process stopped from outside (SIGKILL, SIGTERM, a crash, an eviction) loses what it had not printed: the
@@ -643,7 +650,7 @@ def _last_step_bound(fact: AttemptFact, a: Attempt) -> tuple[bool, str]:
     if fact.last_step is None:
         if fact.start == "pending" or not (logs or any(x.log_gap for x in a.runs)):
             return False, ""
-        return False, _why_no_step(a)
+        return False, _why_no_step(a, stacks)
     if fact.end.kind == "completed" and any(_shows_end(lg, fact.last_step) for lg in logs):
         return False, ""
     return True, ""
@@ -659,8 +666,9 @@ def _shows_end(log: Any, last: int) -> bool:
     return at_total or told or finished
 
 
-def _why_no_step(a: Attempt) -> str:
-    """Why an attempt whose log is in the snapshot shows no training step."""
+def _why_no_step(a: Attempt, stacks: frozenset[str] = frozenset()) -> str:
+    """Why an attempt whose log is in the snapshot shows no training step (a framework's own words when the
+    program runs one that prints no progress without a terminal: `Logs.quiet`)."""
     killed = any(x.exit_code in (SIGKILL_EXIT, SIGTERM_EXIT) for x in a.runs)
     buffered = any(_buffered(x.pod, x.container) for x in a.runs)
     gaps = [x.log_gap for x in a.runs if x.log is None and x.log_gap]
@@ -672,6 +680,9 @@ def _why_no_step(a: Attempt) -> str:
         return f"{what} (PYTHONUNBUFFERED is not set: stdout is block-buffered)"
     if gaps and what != "its log shows no training step":
         return what
+    quiet = [f.logs.quiet for f in frameworks.all_frameworks() if f.name in stacks and f.logs.quiet]
+    if quiet:
+        return f"{what}: " + "; ".join(quiet)
     return f"{what}: the program prints no progress the reader knows (or draws it only on a terminal)"
 
 

@@ -127,6 +127,8 @@ FRAMEWORK = Framework(
         names=("deepspeed",),
         path_steps=("global_step_?",),
         load_frames=(r"/deepspeed/runtime/engine\.py:_?load_(?:checkpoint|module_state_dict|zero_checkpoint)$",),
+        # recordings deepspeed-0.19-*: only the program's own prints show
+        quiet="DeepSpeed prints neither its steps nor its saves at its default log level",
     ),
     layout=Layout(
         names=(

@@ -225,6 +225,9 @@ FRAMEWORK = Framework(
         files=("lightning.yaml",),
         names=("lightning",),
         load_frames=(r"/(?:lightning/pytorch|pytorch_lightning)/trainer/connectors/checkpoint_connector\.py:",),
+        # recordings lightning-2.6-*: a killed attempt's log holds no progress at all
+        quiet="Lightning 2.6 draws its progress bar with rich when rich is installed, and without a terminal rich "
+        "shows nothing until training stops; ModelCheckpoint saves without a line",
     ),
     layout=Layout(
         names=(

@@ -99,6 +99,7 @@ class Logs:
     # regexes on a traceback frame's `file:function` that load a checkpoint (its resume code): a traceback
     # through one before any training step is a crash while loading (facts/logs.py, `load-crash`)
     load_frames: tuple[str, ...] = ()
+    quiet: str = ""  # what its log leaves out of training progress without a terminal (said when no step shows)
 
 
 @dataclass(frozen=True, eq=False)
