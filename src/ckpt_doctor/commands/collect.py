@@ -68,19 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """`kill PID` stops a recording the way Ctrl-C does: the bundle is still written."""
+    from ckpt_doctor.signals import handled, raise_interrupt
 
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
+    with handled((signal.SIGTERM,), raise_interrupt):
         yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def _inspect_after_recording(snap: Any, args: argparse.Namespace, inspect: Any) -> None:

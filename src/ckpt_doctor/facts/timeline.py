@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.facts.attempts import SIGKILL_EXIT, SIGTERM_EXIT, Attempt, History, Run
 from ckpt_doctor.scope import event_ev, event_fields
 
@@ -150,6 +151,17 @@ class AttemptFact:
     evidence: list[dict[str, Any]] = field(default_factory=list)  # what proves a lost attempt happened
     span: int = 1  # how many attempts it stands for: container instances known only from a restart counter
     resume_failed: str = ""  # the line that shows its resume failed to load the checkpoint it named
+    # the attempt may have trained past `last_step`: it was stopped (a kill, SIGTERM, a crash) or is still running,
+    # or its log does not show where training ended; the true last step is at least `last_step` (issue 19)
+    last_step_bound: bool = False
+    last_step_unknown: str = ""  # why `last_step` is None, when its log is there and shows no step
+
+    @property
+    def last_step_text(self) -> str:
+        """`24`, `≥ 24` (a lower bound) or `unknown`."""
+        if self.last_step is None:
+            return "unknown"
+        return f"≥ {self.last_step}" if self.last_step_bound else str(self.last_step)
 
     @property
     def label(self) -> str:
@@ -196,6 +208,7 @@ class Interruption:
     gpus: int | None
     unknown: str  # why steps_lost is None
     label: str  # `↓ 1020 → 950, 70 steps lost`
+    from_bound: bool = False  # `from_step` is a lower bound (the attempt before was stopped): so is `steps_lost`
 
 
 @dataclass
@@ -219,8 +232,11 @@ class Timeline:
 
     @property
     def bounds(self) -> list[str]:
-        """Why the totals are lower bounds: attempts not seen, or an interruption whose cost is not known."""
+        """Why the totals are lower bounds: attempts not seen, an interruption whose cost is not known, or one
+        that follows a stopped attempt (its last visible step is a lower bound)."""
         out = [i.unknown for i in self.interruptions if i.unknown]
+        out += [f"{self.attempts[i.before].label} was stopped: its last visible step is a lower bound"
+                for i in self.interruptions if i.from_bound]  # fmt: skip
         out += [f"{a.label}: {a.inferred}" for a in self.attempts if a.span > 1]
         if self.unseen:
             out.append(self.unseen)
@@ -241,7 +257,7 @@ class Timeline:
             not self.unseen
             and not self.doubt
             and all(a.span == 1 for a in self.attempts)
-            and all(i.steps_lost is not None for i in self.interruptions)
+            and all(i.steps_lost is not None and not i.from_bound for i in self.interruptions)
         )
 
     @property
@@ -614,7 +630,74 @@ def _attempt_fact(facts: Facts, h: History, a: Attempt, pos: int, collected: str
         bad = [e for lg in logs for e in lg.of("partial_checkpoint") + lg.of("resume_error")]
         if bad:
             fact.resume_failed = bad[0].text.strip()
+    fact.last_step_bound, fact.last_step_unknown = _last_step_bound(fact, a, _stacks(facts))
     return fact
+
+
+def _stacks(facts: Facts) -> frozenset[str]:
+    """The stacks the trainer's program shows (its code and logs), none when it cannot be read."""
+    prog = facts.program if facts.mode == "diagnose" else None
+    return frozenset(prog.stacks) if prog is not None else frozenset()
+
+
+def _last_step_bound(fact: AttemptFact, a: Attempt, stacks: frozenset[str] = frozenset()) -> tuple[bool, str]:
+    """Whether the attempt's last visible step is only a lower bound, and why none is visible at all.
+
+    A process stopped from outside (SIGKILL, SIGTERM, a crash, an eviction) loses what it had not printed: the
+    tqdm bar redraws at most every 0.1 s, a loop prints every N steps, block-buffered stdout is lost whole
+    (recordings hf-*-correct-resume-buffered: 0 of 4 loss lines under transformers 4.57). Only a completed
+    attempt whose log shows training end (its bar at its total, a finished line, the total it announced)
+    stands at its last step exactly."""
+    logs = [x.log for x in a.runs if x.log is not None]
+    if fact.last_step is None:
+        if fact.start == "pending" or not (logs or any(x.log_gap for x in a.runs)):
+            return False, ""
+        return False, _why_no_step(a, stacks)
+    if fact.end.kind == "completed" and any(_shows_end(lg, fact.last_step) for lg in logs):
+        return False, ""
+    return True, ""
+
+
+def _shows_end(log: Any, last: int) -> bool:
+    prog = [e for e in log.of("progress") if e.bar in (None, "train") and e.step is not None]
+    tail = max(prog, key=lambda e: (e.window == "tail", e.offset), default=None)
+    at_total = tail is not None and tail.step == last and tail.total is not None and tail.step >= tail.total
+    told = log.total_steps is not None and last >= log.total_steps
+    finished = tail is not None and any(e.kind == "finished" and (e.window, e.offset) >= (tail.window, tail.offset)
+                                        for e in log.of("finished"))  # fmt: skip
+    return at_total or told or finished
+
+
+def _why_no_step(a: Attempt, stacks: frozenset[str] = frozenset()) -> str:
+    """Why an attempt whose log is in the snapshot shows no training step (a framework's own words when the
+    program runs one that prints no progress without a terminal: `Logs.quiet`)."""
+    killed = any(x.exit_code in (SIGKILL_EXIT, SIGTERM_EXIT) for x in a.runs)
+    buffered = any(_buffered(x.pod, x.container) for x in a.runs)
+    gaps = [x.log_gap for x in a.runs if x.log is None and x.log_gap]
+    what = "; ".join(gaps) if gaps and not any(x.log is not None for x in a.runs) else "its log shows no training step"
+    if buffered and killed:
+        return (f"{what}: PYTHONUNBUFFERED is not set, so Python's stdout was block-buffered and the kill lost "
+                "what it had not flushed")  # fmt: skip
+    if buffered:
+        return f"{what} (PYTHONUNBUFFERED is not set: stdout is block-buffered)"
+    if gaps and what != "its log shows no training step":
+        return what
+    quiet = [f.logs.quiet for f in frameworks.all_frameworks() if f.name in stacks and f.logs.quiet]
+    if quiet:
+        return f"{what}: " + "; ".join(quiet)
+    return f"{what}: the program prints no progress the reader knows (or draws it only on a terminal)"
+
+
+def _buffered(pod: Obj, container: str) -> bool:
+    """The container's env does not set PYTHONUNBUFFERED (a value from a ConfigMap or Secret is not known)."""
+    for c in pod.spec.get("containers") or []:
+        if isinstance(c, dict) and c.get("name") == container:
+            env = {e.get("name"): e for e in c.get("env") or [] if isinstance(e, dict)}
+            v = env.get("PYTHONUNBUFFERED")
+            if v is None:
+                return not c.get("envFrom")
+            return "value" in v and str(v.get("value") or "") == ""
+    return False
 
 
 def _crash_line(r: Run) -> str:
@@ -1120,7 +1203,8 @@ def _interruptions(attempts: list[AttemptFact], collected: str) -> list[Interrup
                 gpu_hours=gpu,
                 gpus=prev.gpus,
                 unknown=unknown,
-                label=drop_label(prev.last_step, nxt.start_step, steps, nxt.start),
+                label=drop_label(prev.last_step, nxt.start_step, steps, nxt.start, prev.last_step_bound),
+                from_bound=prev.last_step_bound and prev.last_step is not None,
             )
         )
     return out
@@ -1141,17 +1225,19 @@ def _steps_lost(prev: AttemptFact, nxt: AttemptFact) -> tuple[int | None, str]:
     return max(0, prev.last_step - nxt.start_step), ""
 
 
-def drop_label(before: int | None, after: int | None, lost: int | None, start: str = "") -> str:
-    """`↓ 1020 → 950, 70 steps lost` (the chart's and the table's words for one interruption)."""
-    a = "?" if before is None else str(before)
+def drop_label(before: int | None, after: int | None, lost: int | None, start: str = "", bound: bool = False) -> str:
+    """`↓ 1020 → 950, 70 steps lost` (the chart's and the table's words for one interruption); with `bound`, the
+    step before is a lower bound: `↓ ≥ 1020 → 950, ≥ 70 steps lost`."""
+    ge = "≥ " if bound and before is not None else ""
+    a = "?" if before is None else f"{ge}{before}"
     b = "?" if after is None else str(after)
     if start == "pending":
         return f"↓ {a} → not started yet"
     if lost is None:
         return f"↓ {a} → {b}, steps lost unknown"
     if lost == 0:
-        return f"{a} → {b}, no step lost"
-    return f"↓ {a} → {b}, {lost} step{'s' if lost != 1 else ''} lost"
+        return f"{a} → {b}, no step lost" if not ge else f"{a} → {b}, 0 or more steps lost"
+    return f"↓ {a} → {b}, {ge}{lost} step{'s' if lost != 1 else ''} lost"
 
 
 def _notes(attempts: list[AttemptFact]) -> list[str]:

@@ -145,7 +145,12 @@ FRAMEWORK = Framework(
         imports=("accelerate",),
         config_files=("default_config.yaml",),
     ),
-    logs=Logs(files=("accelerate.yaml",), names=("accelerate",)),
+    logs=Logs(
+        files=("accelerate.yaml",),
+        names=("accelerate",),
+        # recordings accelerate-1.15-partial-save: load_state -> load_accelerator_state -> torch.load
+        load_frames=(r"/accelerate/(?:accelerator\.py:load_state|checkpointing\.py:load_accelerator_state)$",),
+    ),
     layout=Layout(
         names=(
             CheckpointName("checkpoint_{n}", "dir", note="automatic_checkpoint_naming: n counts saves"),

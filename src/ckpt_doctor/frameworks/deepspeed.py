@@ -122,7 +122,14 @@ FRAMEWORK = Framework(
         imports=("deepspeed",),
         config_files=("ds_config.json",),
     ),
-    logs=Logs(files=("deepspeed.yaml",), names=("deepspeed",), path_steps=("global_step_?",)),
+    logs=Logs(
+        files=("deepspeed.yaml",),
+        names=("deepspeed",),
+        path_steps=("global_step_?",),
+        load_frames=(r"/deepspeed/runtime/engine\.py:_?load_(?:checkpoint|module_state_dict|zero_checkpoint)$",),
+        # recordings deepspeed-0.19-*: only the program's own prints show
+        quiet="DeepSpeed prints neither its steps nor its saves at its default log level",
+    ),
     layout=Layout(
         names=(
             CheckpointName("global_step{step}", "dir", note="the default tag, in the save directory"),

@@ -369,7 +369,18 @@ FRAMEWORK = Framework(
         imports=("trl",),
         python_calls=("TrainingArguments", "Trainer", "get_last_checkpoint"),
     ),
-    logs=Logs(files=("hf-trainer.yaml",), names=("hf-trainer",), path_steps=("checkpoint-",)),
+    # transformers 5 puts `[transformers] ` before every line of its logger (recordings hf-5.24-*)
+    logs=Logs(
+        files=("hf-trainer.yaml",),
+        names=("hf-trainer",),
+        path_steps=("checkpoint-",),
+        prefixes=("[transformers] ",),
+        # recordings hf-*-partial-save: train() -> TrainerState.load_from_json(checkpoint-N/trainer_state.json)
+        load_frames=(
+            r"/transformers/trainer_callback\.py:load_from_json$",
+            r"/transformers/trainer\.py:_(?:load_from_checkpoint|load_optimizer_and_scheduler|load_rng_state)$",
+        ),
+    ),
     layout=LAYOUT,
     pick=Pick(
         "highest-step",

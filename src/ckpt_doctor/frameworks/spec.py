@@ -94,18 +94,33 @@ class Logs:
     names: tuple[str, ...] = ()
     shows_stack: bool = True
     path_steps: tuple[str, ...] = ()  # regex prefixes before the step number in a checkpoint path
+    # literal text the framework's logger puts before each of its lines (transformers 5: `[transformers] `);
+    # the log reader peels it off like a logger format, so a signature sees the message
+    prefixes: tuple[str, ...] = ()
+    # regexes on a traceback frame's `file:function` that load a checkpoint (its resume code): a traceback
+    # through one before any training step is a crash while loading (facts/logs.py, `load-crash`)
+    load_frames: tuple[str, ...] = ()
+    quiet: str = ""  # what its log leaves out of training progress without a terminal (said when no step shows)
 
 
 @dataclass(frozen=True, eq=False)
 class Bar:
     """A progress bar whose description says what it counts (Lightning's `Epoch N`, torchtune's
-    `E|S|Loss: x`). Matched with `re.match` on the description; a training bar."""
+    `E|S|Loss: x`). Matched with `re.match` on the description; a training bar.
+
+    `step(epoch, count, total, program)` gives the global step a bar line shows once the program is known
+    to run this framework (its code read: `Program`), or None when it cannot be told; it runs after the
+    log is scanned (`facts.logs.resolve_progress`). `generic`: the description is a generic one too
+    (Lightning's `Training`): the scan reads it as any bar, and this framework's `step` replaces that
+    reading only in a program that runs the framework."""
 
     desc: str
     epoch_group: int | None = None
     epoch_offset: int = 0  # added to the epoch read (torchtune counts epochs from 1)
     step_group: int | None = None  # None: the step is not the bar's count
     step_from_postfix: bool = False  # `step=`/`global_step=` in the bar's postfix gives the step
+    step: Callable[[int | None, int | None, int | None, Any], int | None] | None = None
+    generic: bool = False
 
     @cached_property
     def rx(self) -> re.Pattern[str]:

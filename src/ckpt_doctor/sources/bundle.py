@@ -16,6 +16,7 @@ from typing import Any
 
 from ckpt_doctor.coverage import UNKNOWN, Known, apply_absent_or_log, apply_gap, kind_of_word
 from ckpt_doctor.errors import InputError
+from ckpt_doctor.signals import handled
 from ckpt_doctor.snapshot import Gap, ListingSource, LogRef, Obj, Origin, Snapshot
 from ckpt_doctor.typed import clean_meta, unreadable_object
 from ckpt_doctor.yamlio import kube_objects
@@ -54,24 +55,8 @@ def _removed_on_termination() -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)
 
-    old: dict[int, Any] = {}
-    try:
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            prev = signal.getsignal(sig)
-            if prev is signal.SIG_IGN:
-                continue
-            old[sig] = prev
-            signal.signal(sig, handler)
-    except ValueError:  # not the main thread
-        pass
-    try:
+    with handled((signal.SIGTERM, signal.SIGHUP), handler, keep_ignored=True):
         yield
-    finally:
-        for sig, prev in old.items():
-            try:
-                signal.signal(sig, prev)
-            except (ValueError, TypeError):
-                pass
 
 
 def _extract(tf: tarfile.TarFile, dest: str, archive_size: int, limits: Limits, display: str) -> None:

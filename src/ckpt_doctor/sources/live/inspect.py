@@ -32,6 +32,7 @@ from typing import Any
 from ckpt_doctor import frameworks
 from ckpt_doctor.errors import InputError, UsageError
 from ckpt_doctor.facts.listing import MAX_SMALL_FILE, parse_listing
+from ckpt_doctor.signals import handled, raise_interrupt
 from ckpt_doctor.snapshot import Gap, ListingSource, Obj, Snapshot
 from ckpt_doctor.sources.live.client import CallError
 from ckpt_doctor.sources.live.kinds import POD
@@ -258,24 +259,8 @@ def reader_spec(name: str, namespace: str, trainjob: str, claim: str, mount: str
 def _signals_unwind() -> Iterator[None]:
     """SIGTERM and SIGHUP unwind like Ctrl-C while the reader pod exists, so that it is deleted (main thread
     only; elsewhere the caller's handling applies)."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    old: dict[int, Any] = {}
-    try:
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            old[sig] = signal.signal(sig, handler)
-    except ValueError:
-        pass
-    try:
+    with handled((signal.SIGTERM, signal.SIGHUP), raise_interrupt):
         yield
-    finally:
-        for sig, prev in old.items():
-            try:
-                signal.signal(sig, prev)
-            except (ValueError, TypeError):
-                pass
 
 
 @contextmanager
