@@ -435,3 +435,58 @@ def trainjob_rejected(facts: Facts, rule: Rule) -> Result:
         ):
             return fail(facts.subject(), [event_ev(f)], f"{f['reason']}: {f['message'][:200]}")
     return ok(reason="no Warning event shows a rejected TrainJob or failed reconciliation")
+
+
+# -- trainjob-completed-early ---------------------------------------------------------------------------
+def _complete_condition(facts: Facts) -> tuple[str, dict[str, Any]] | None:
+    """The TrainJob's Complete or the JobSet's Completed condition, when True."""
+    for obj, kind in ((facts.scope.trainjob, "Complete"), (facts.scope.jobset, "Completed")):
+        if obj is None:
+            continue
+        c = obj.condition(kind)
+        if c is not None and str(c.get("status")) == "True":
+            return obj.ref(), c
+    return None
+
+
+@check("trainjob-completed-early")
+def trainjob_completed_early(facts: Facts, rule: Rule) -> Result:
+    from ckpt_doctor.facts.attempts import training_total
+
+    done = _complete_condition(facts)
+    if done is None:
+        if facts.scope.trainjob is None and facts.scope.jobset is None:
+            return skip("neither the TrainJob nor its JobSet is in the snapshot")
+        return ok(reason="neither the TrainJob nor its JobSet reports Complete")
+    ref, cond = done
+    h = facts.history
+    if not h.attempts:
+        return skip(f"{ref} reports {cond.get('type')}, but no pod of its last attempt is in the snapshot")
+    last = h.attempts[-1]
+    for r in last.runs:
+        if r.exited_after_sigterm and r.exit_code == 0:
+            state = "lastState" if r.previous else "state"
+            ev = [
+                condition_ev(ref, cond),
+                *r.sigterm[:2],
+                field_ev(r.pod.ref(), f"status.containerStatuses[name={r.container}].{state}.terminated.exitCode", 0),
+            ]
+            step = r.last_step()
+            total = training_total(r.log)
+            where = f" at step {step}" + (f" of {total}" if total else "") if step is not None else ""
+            return fail(
+                facts.subject(),
+                ev,
+                f"{ref} reports {cond.get('type')}, but attempt {r.attempt} ({r.pod.name}) was stopped by SIGTERM"
+                f"{where} and exited 0",
+            )
+    for r in last.runs:
+        total, step = training_total(r.log), r.last_step()
+        if total is not None and step is not None and step >= total:
+            return ok(reason=f"attempt {r.attempt} reached step {step} of {total}")
+    clean = [r for r in last.runs if r.exit_code == 0 and not r.sigterm and r.log is not None]
+    if clean and len(clean) == len(last.runs):
+        return ok(reason=f"attempt {last.index} finished on its own: exit 0 with no SIGTERM seen")
+    gaps = _gaps(last.runs)
+    return skip(f"{ref} reports {cond.get('type')}; whether its last attempt finished training is not shown"
+                + (f": {gaps}" if gaps else ""))  # fmt: skip
