@@ -70,6 +70,9 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
     unknown = _unknown_starts(h, later) + [u for u in h.unseen if "gone" in u and h.attempts]
     unknown += h.doubt  # attempts may have come before the first one seen: any of them may have started fresh
     if unknown:
+        drop = _progress_drop(facts)
+        if drop is not None:
+            return fail(facts.subject(), [*h.earlier[:2], drop[1]], drop[0], "medium")
         return skip("how some later attempts began cannot be told: " + "; ".join(unknown[:3]))
     started = [a for a in later if h.attempt_start(a)[0] == "resumed"]
     if not started:
@@ -78,6 +81,28 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
     _k, _step, r, ev = h.attempt_start(a)
     assert r is not None and ev is not None
     return ok(reason=f"every later attempt resumed; attempt {a.index}: {ev.text[:120]}", evidence=[_log_ev(r, ev)])
+
+
+def _progress_drop(facts: Facts) -> tuple[str, dict[str, Any]] | None:
+    """The TrainJob's own progress report (status.trainerStatus, or RHOAI's annotation), made after the last
+    attempt began, below every checkpoint an earlier attempt completed: that attempt resumed from none of them.
+    (detail, evidence) or None."""
+    from ckpt_doctor.facts.platform import platform_of, progress_below
+    from ckpt_doctor.facts.timeline import _total, timeline_of
+
+    tl = timeline_of(facts)
+    if len(tl.attempts) < 2 or tl.attempts[-1].start in ("resumed", "fresh"):
+        return None
+    last = tl.attempts[-1]
+    saved = [s.step for a in tl.attempts[:-1] for s in a.saves]
+    plat = platform_of(facts)
+    why = progress_below(plat, last.started, _total(facts.history), saved)
+    if why is None:
+        return None
+    sig = plat.get("trainerStatus") if plat.trainer_status and plat.trainer_status.source != "annotation" else None
+    sig = sig or plat.get("rhoaiTrainerStatus")
+    assert sig is not None
+    return f"{last.label}: {why}, so it resumed from none of them", sig.evidence()
 
 
 @check("resumed-older-checkpoint")
