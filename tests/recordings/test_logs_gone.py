@@ -5,9 +5,11 @@ Excluded:
 - bundles the engine already gets wrong with every log kept (their finding misses are in misses.yaml: the
   DeepSpeed and Lightning 2.6 fresh starts, whose last attempt prints no line that shows how it began);
 - LOG_ONLY below: final-checkpoint-missing asks whether the stopped attempt saved after SIGTERM and how far
-  it had trained; a listing taken after it ended shows the checkpoints but not the step it reached, and
-  trainerStatus holds only the last attempt's progress, so with that attempt's log gone the rule is
-  not_evaluated (never pass), which is what "unknown is not absent" asks.
+  it had trained. With its log gone the listings show it only for a run SIGKILLed at the end of its grace
+  period whose newest checkpoint predates SIGTERM and from which the next attempt resumed (hf-4.57 no-handler
+  is judged so). Left not_evaluated (never pass): torchrun's exit 1 after SIGTERM (dcp, deepspeed: the run
+  was not SIGKILLed, so a save may have followed), a periodic save after SIGTERM that a listing cannot tell
+  from a final one (hf-5.24), and a next attempt whose resume step its log does not show (Lightning).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ LOG_ONLY = {
         "dcp-1rank-sigterm-no-handler",
         "dcp-1rank-slow-save-grace",
         "deepspeed-0.19-sigterm-no-handler",
-        "hf-4.57-sigterm-no-handler",
         "hf-5.24-sigterm-no-handler",
         "lightning-2.5-sigterm-no-handler",
         "lightning-2.6-sigterm-no-handler",

@@ -7,7 +7,7 @@ from typing import Any
 
 from ckpt_doctor.engine.checks import absence, check, condition_ev, event_ev, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
-from ckpt_doctor.facts.attempts import Attempt, History, Run
+from ckpt_doctor.facts.attempts import SIGKILL_EXIT, Attempt, History, Run
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import compare
 from ckpt_doctor.scope import REPLICATED_JOB_LABEL, event_fields
@@ -336,6 +336,9 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
     unknown: list[str] = []
     for r in runs:
         if r.log is None:
+            got = _no_final_save_listed(facts, r) if r.unread else None
+            if got is not None:
+                return fail(facts.subject(), got[1], got[0], "medium")
             if r.unread:
                 unknown.append(r.log_gap or f"log of {r.label} not read")
             continue
@@ -371,6 +374,62 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
     if unknown:
         return skip("; ".join(sorted(set(unknown))[:3]))
     return ok(reason="every interrupted attempt saved before it stopped, or nothing was lost")
+
+
+def _sigterm_time(r: Run) -> float | None:
+    """When SIGTERM reached the run, from its evidence (the kubelet's Killing event, a DisruptionTarget)."""
+    from ckpt_doctor.facts.timeline import epoch
+
+    times = []
+    for e in r.sigterm:
+        for k in ("firstTimestamp", "eventTime", "lastTimestamp", "lastTransitionTime", "time"):
+            t = epoch(str(e.get(k) or ""))
+            if t is not None:
+                times.append(t)
+                break
+    return min(times, default=None)
+
+
+def _no_final_save_listed(facts: Facts, r: Run) -> tuple[str, list[dict[str, Any]]] | None:
+    """A stopped run whose log is gone, judged from the checkpoint listings: a listing taken after it ended
+    shows no complete checkpoint written after SIGTERM reached it, the newest one it wrote came some seconds
+    before, it was SIGKILLed at the end of its grace period, and the next attempt resumed from that checkpoint:
+    the steps trained in between were lost.
+    (detail, evidence) or None when the listings do not show it."""
+    from ckpt_doctor.facts.timeline import epoch
+
+    vol = facts.volume
+    t_sig, t0, end = _sigterm_time(r), epoch(r.started), epoch(r.finished)
+    if not vol.seen or t_sig is None or t0 is None or end is None:
+        return None
+    if r.exit_code != SIGKILL_EXIT:
+        # only a run SIGKILLed at the end of its grace period shows it never finished a save after SIGTERM; one
+        # that exited on its own may have saved, and the event's time alone does not place that save
+        return None
+    if not any(j.at is not None and j.at >= end for j in vol.judged):
+        return None  # no listing taken after the run ended: a final save may have come later
+    saves = [(c, j) for c, j in vol.saves_in(t0, end + 1.0) if c.mtime is not None and c.step is not None]
+    if any(c.mtime >= t_sig for c, _j in saves):  # type: ignore[operator]
+        return None
+    before = [(c, j) for c, j in saves if c.mtime < t_sig]  # type: ignore[operator]
+    if not before:
+        return None
+    c, j = max(before, key=lambda p: p[0].step or 0)
+    h = facts.history
+    nxt = h.next_attempt(r.attempt)
+    if nxt is None:
+        return None
+    kind, step, nr, ev = h.attempt_start(nxt)
+    gap = t_sig - c.mtime  # type: ignore[operator]
+    if kind != "resumed" or step is None or nr is None or ev is None or step != c.step or gap < 1.0:
+        return None
+    listed = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing", "line")}
+    detail = (
+        f"attempt {r.attempt} ({r.pod.name}) was sent SIGTERM {gap:.0f} s after its newest checkpoint (step "
+        f"{c.step}) and wrote none after it (the listing; its log is gone); attempt {nr.attempt} resumed from step "
+        f"{step}, so what it trained in those seconds was lost"
+    )
+    return detail, [*r.sigterm[:1], listed, _log_ev(nr, ev)]
 
 
 def _failed_condition(facts: Facts) -> tuple[str, dict[str, Any]] | None:
