@@ -545,7 +545,8 @@ def trainjob_completed_early(facts: Facts, rule: Rule) -> Result:
     ref, cond = done
     h = facts.history
     if not h.attempts:
-        return skip(f"{ref} reports {cond.get('type')}, but no pod of its last attempt is in the snapshot")
+        why = facts.missing("pods") or "no pod of its last attempt is in the snapshot"
+        return skip(f"{ref} reports {cond.get('type')}, but how its last attempt ended is unknown: {why}")
     last = h.attempts[-1]
     for r in last.runs:
         if r.exited_after_sigterm and r.exit_code == 0:
