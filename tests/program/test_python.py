@@ -13,7 +13,8 @@ For a `kind: python` file:
   value: a literal (known, equal), `"?"` (given, not known), `"-"` (absent), `{env: NAME}` (read from
   the environment), `{source: TEXT}`; `name:` checks the callee's name.
 - `no_calls`: names that must have no calls. `env`: the exact set of variables read.
-- `sigterm`: whether a SIGTERM handler is installed. `prints`: templates that must be there.
+- `sigterm`: whether a SIGTERM handler is installed; `sigterm_exit`: how the program ends once it ran
+  (zero | nonzero | continues | unknown). `prints`: templates that must be there.
 - `print_matches`: log line -> the template that must match it.
 - `options`: argparse dest -> default; `required_options`: dests without a usable default.
 
@@ -130,6 +131,8 @@ def test_corpus_program(name: str, fname: str, spec: dict[str, Any]) -> None:
         assert set(facts.env_reads) == set(spec["env"])
     if "sigterm" in spec:
         assert (facts.sigterm_handler is not None) is spec["sigterm"]
+    if "sigterm_exit" in spec:
+        assert facts.sigterm_end is not None and facts.sigterm_end.exit == spec["sigterm_exit"], facts.sigterm_end
     texts = [p.text for p in facts.prints]
     for p in spec.get("prints", []):
         assert p in texts, (p, texts)
@@ -778,3 +781,64 @@ def test_a_torch_load_helper_is_followed_to_its_callers() -> None:
 def test_the_text_fallback_skips_definitions() -> None:
     f = read_python("class MyTrainer(Trainer):\n    def train(self, x):\n        print 'old'\nMyTrainer(args=a)\n")
     assert not f.parsed and [c.site.line for c in f.calls["Trainer"]] == [4]
+
+
+@pytest.mark.parametrize(
+    ("src", "exit"),
+    [
+        # the handler exits itself
+        ("import signal, sys\ndef h(*a):\n    save()\n    sys.exit(0)\nsignal.signal(signal.SIGTERM, h)\n", "zero"),
+        ("import signal, sys\ndef h(*a):\n    sys.exit()\nsignal.signal(signal.SIGTERM, h)\n", "zero"),
+        ("import signal, sys\ndef h(*a):\n    sys.exit(128 + 15)\nsignal.signal(signal.SIGTERM, h)\n", "nonzero"),
+        ("import signal\ndef h(*a):\n    raise SystemExit(1)\nsignal.signal(signal.SIGTERM, h)\n", "nonzero"),
+        ("import signal\ndef h(*a):\n    raise KeyboardInterrupt\nsignal.signal(signal.SIGTERM, h)\n", "nonzero"),
+        (
+            "import signal\ndef h(*a):\n    raise KeyboardInterrupt\nsignal.signal(signal.SIGTERM, h)\n"
+            "try:\n    train()\nexcept KeyboardInterrupt:\n    save()\n",
+            "unknown",
+        ),
+        (
+            "import os, signal\ndef h(*a):\n    save()\n    signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\nsignal.signal(signal.SIGTERM, h)\n",
+            "nonzero",
+        ),
+        # the handler sets a flag the loop reads, then the program falls off its end
+        (
+            "import signal\nSTOP = {'now': False}\nsignal.signal(signal.SIGTERM, lambda *_: STOP.update(now=True))\n"
+            "while step < 100:\n    step += 1\n    if STOP['now']:\n        save()\n        break\n",
+            "zero",
+        ),
+        # the same with the fix: exit non-zero after the signal-triggered save
+        (
+            "import signal, sys\nSTOP = {'now': False}\n"
+            "signal.signal(signal.SIGTERM, lambda *_: STOP.update(now=True))\n"
+            "while step < 100:\n    step += 1\n    if STOP['now']:\n        save()\n        break\n"
+            "if STOP['now']:\n    sys.exit(143)\n",
+            "nonzero",
+        ),
+        # a flag nothing reads: training goes on until SIGKILL
+        ("import signal\nstop = [0]\nsignal.signal(signal.SIGTERM, lambda *_: stop.append(1))\ntrain()\n", "continues"),
+        # a handler defined elsewhere
+        ("import signal\nfrom helpers import on_term\nsignal.signal(signal.SIGTERM, on_term)\n", "unknown"),
+        # the exit code at the end comes from something that cannot be told
+        (
+            "import signal, sys\nSTOP = [False]\ndef h(*a):\n    STOP[0] = True\nsignal.signal(signal.SIGTERM, h)\n"
+            "while not STOP[0]:\n    step()\nsys.exit(code_of(run))\n",
+            "unknown",
+        ),
+    ],
+)
+def test_how_the_program_ends_after_sigterm(src: str, exit: str) -> None:
+    end = read_python(src).sigterm_end
+    assert end is not None and end.exit == exit, end
+
+
+def test_lightning_callback_that_stops_on_sigterm_exits_zero() -> None:
+    src = (
+        "import lightning as L\nclass C(L.Callback):\n    def on_train_batch_end(self, trainer, *a):\n"
+        "        if trainer.received_sigterm:\n            trainer.save_checkpoint('last.ckpt')\n"
+        "            trainer.should_stop = True\nL.Trainer(callbacks=[C()]).fit(model)\n"
+    )
+    end = read_python(src).sigterm_end
+    assert end is not None and end.exit == "zero" and end.stop is not None and "should_stop" in end.stop.text
+    assert read_python("import lightning as L\nL.Trainer().fit(model)\n").sigterm_end is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.scenario import Attempt, PodSpecKnobs, Scenario, convention_log, megatron_log, tqdm, ts
@@ -245,6 +246,59 @@ def _no_checkpointing(with_pvc: bool) -> Callable[[], Scenario]:
     return build
 
 
+GUIDE_RUNTIME = (Path(__file__).resolve().parents[1] / "corpus" / "scripts" / "alauda-guide-runtime" / "train.py")
+
+
+def _stopped_exit_zero(complete: bool) -> Callable[[], Scenario]:
+    """Evicted at step 230: the guide's convention flushes on SIGTERM, then the trainer exits 0 and the pod ends
+    Succeeded; with `complete` the JobSet and the TrainJob report Complete."""
+
+    def build() -> Scenario:
+        s = Scenario()
+        s.attempts = [
+            Attempt(0, "gpu-node-a", convention_log(CK, 0, 230, sigterm_at=230, final_save=True),
+                    phase="Succeeded", exit_code=0, reason="Completed", started=0),
+        ]  # fmt: skip
+        if complete:
+            s.tj_conditions = [{"type": "Complete", "status": "True", "reason": "JobSetCompleted",
+                                "message": "jobset completed", "lastTransitionTime": ts(20)}]  # fmt: skip
+        return s
+
+    return build
+
+
+def _finished_complete() -> Scenario:
+    """Trained to its total and exited 0: Complete is right."""
+    s = Scenario()
+    s.attempts = [
+        Attempt(0, "gpu-node-a", convention_log(CK, 0, 1000), phase="Succeeded", exit_code=0, reason="Completed"),
+    ]
+    s.tj_conditions = [{"type": "Complete", "status": "True", "reason": "JobSetCompleted",
+                        "message": "jobset completed", "lastTransitionTime": ts(90)}]  # fmt: skip
+    return s
+
+
+def _sigterm_script(script: str, command: list[str] | None = None) -> Callable[[], Scenario]:
+    def build() -> Scenario:
+        knobs = PodSpecKnobs(script=script)
+        if command is not None:
+            knobs.args = [command[0]]
+        s = Scenario(knobs=knobs)
+        return _restart(
+            s,
+            convention_log(CK, 0, 180, crash="RuntimeError: NCCL error: unhandled system error"),
+            convention_log(CK, 150, 400),
+        )
+
+    return build
+
+
+_EXITS_143 = GUIDE_RUNTIME.read_text().replace(
+    'print("[checkpoint] done", flush=True)',
+    'print("[checkpoint] done", flush=True)\nif StopOnSigterm.requested:\n    sys.exit(143)',
+).replace("import signal\n", "import signal\nimport sys\n")
+
+
 CASES: list[Case] = [
     Case("not-set-up-for-resume", "fail", "no checkpoint directory, no volume", _no_checkpointing(False)),
     Case("not-set-up-for-resume", "pass", "a PVC is mounted", _no_checkpointing(True)),
@@ -280,6 +334,13 @@ CASES: list[Case] = [
     Case("llamafactory-overwrite-output-dir", "pass", "overwrite_output_dir: false", _lf_ok),
     Case("sigterm-not-forwarded", "pass", "bash: trainer is the last simple command", _simple_bash_last_command),
     Case("sigterm-not-forwarded", "fail", "sh -c (dash) never execs", _sh_dash),
+    Case("sigterm-exit-zero", "fail", "evicted, flushed, exited 0", _stopped_exit_zero(False)),
+    Case("sigterm-exit-zero", "fail", "the guide's runtime stops and ends", _sigterm_script(GUIDE_RUNTIME.read_text())),
+    Case("sigterm-exit-zero", "pass", "the guide's runtime, exiting 143 after the stop", _sigterm_script(_EXITS_143)),
+    Case("sigterm-exit-zero", "pass", "under torchrun (its agent exits 1)", _sigterm_script(
+        GUIDE_RUNTIME.read_text(), ["exec torchrun --nproc_per_node 1 /opt/train/train.py"])),
+    Case("trainjob-completed-early", "fail", "Complete after a SIGTERM stop that exited 0", _stopped_exit_zero(True)),
+    Case("trainjob-completed-early", "pass", "Complete after reaching the total", _finished_complete),
     Case("fresh-start-after-restart", "not_evaluated", "logs forbidden", _logs_not_collected),
     Case("resume-crashed", "not_evaluated", "logs forbidden", _logs_not_collected),
     Case("volume-attach-blocked", "not_evaluated", "events forbidden", _events_forbidden),

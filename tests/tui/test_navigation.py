@@ -78,7 +78,7 @@ async def test_findings_are_failed_then_not_evaluated_then_passed() -> None:
         assert statuses == sorted(statuses, key=["fail", "not_evaluated", "pass"].index)
         assert screen.current is not None and screen.current.id == "final-checkpoint-missing"
         text = screen_text(app)
-        assert "FAILED (3)" in text and "PASSED (34)" in text
+        assert "FAILED (3)" in text and "PASSED (36)" in text
         await pilot.press("down")
         await settle(pilot)
         assert screen.current.id == "grace-period-too-short"
@@ -190,7 +190,7 @@ async def test_findings_filter() -> None:
         await pilot.press("2", "slash", *"sigterm", "enter")
         await settle(pilot)
         screen = app.screen
-        assert [f.id for f in screen.shown] == ["sigterm-not-forwarded"]
+        assert [f.id for f in screen.shown] == ["sigterm-not-forwarded", "sigterm-exit-zero"]
         assert app.focused is screen.query_one("#finding-list", OptionList)
         await pilot.press("escape")  # clears the filter first…
         await settle(pilot)

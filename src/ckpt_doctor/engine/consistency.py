@@ -31,6 +31,10 @@ def _starts(h: History) -> list[tuple[int, str, int | None]]:
 @rule
 def _fresh_needs_a_fresh_attempt(d: Diagnosis, st: dict[str, str], h: History) -> str | None:
     if st.get("fresh-start-after-restart") == "fail" and not any(k == "fresh" for _i, k, _s in _starts(h)):
+        from ckpt_doctor.engine.checks.symptoms import _progress_drop
+
+        if any(k == "unknown" for _i, k, _s in _starts(h)) and _progress_drop(d.facts) is not None:
+            return None  # the TrainJob's own progress report shows it (its log is gone)
         return "fresh-start-after-restart fails, yet no later attempt started fresh"
     return None
 

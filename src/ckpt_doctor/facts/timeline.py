@@ -31,7 +31,8 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from ckpt_doctor import frameworks
-from ckpt_doctor.facts.attempts import SIGKILL_EXIT, SIGTERM_EXIT, Attempt, History, Run
+from ckpt_doctor.facts.attempts import SIGKILL_EXIT, SIGTERM_EXIT, Attempt, History, Run, training_total
+from ckpt_doctor.facts.platform import Platform, notable, platform_of, progress_below
 from ckpt_doctor.scope import event_ev, event_fields
 
 if TYPE_CHECKING:
@@ -220,6 +221,8 @@ class Timeline:
     unseen: str | None = None  # why attempts may be missing from it (the pods were not collected), or None
     doubt: list[str] = field(default_factory=list)  # why an attempt may have come before the first one shown
     crash_loop: str = ""  # what shows the trainer container crash-looping, or ""
+    # the platform's own reports beyond pods and logs (facts/platform.py): seen signals and known defects
+    platform: dict[str, Any] | None = None
 
     @property
     def count(self) -> int:
@@ -311,6 +314,7 @@ class Timeline:
             "interruptions": [clean(_rounded(asdict(i))) for i in self.interruptions],
             "totals": totals,
             "notes": list(self.notes),
+            **({"platform": self.platform} if self.platform else {}),
         }
 
 
@@ -385,7 +389,34 @@ def build_timeline(facts: Facts) -> Timeline:
     notes += [f"maybe an attempt before the first one shown: {d}" for d in h.doubt]
     pods = sc.snap.coverage.kind("Pod")  # no pod list seen: attempts may be missing, not absent
     unseen = f"pods not collected: {pods.reason}" if pods.unknown else None
-    return Timeline(attempts, interruptions, collected, notes, unseen, list(h.doubt), h.crash_loop)
+    plat = platform_of(facts)
+    notes += _platform_notes(plat, attempts, h)
+    return Timeline(attempts, interruptions, collected, notes, unseen, list(h.doubt), h.crash_loop, notable(plat))
+
+
+def _platform_notes(plat: Platform, attempts: list[AttemptFact], h: History) -> list[str]:
+    """What the platform's progress report says about the attempts: where it stands, and a drop below what an
+    earlier attempt had saved (a fresh start, or a resume from below every earlier save)."""
+    ts = plat.trainer_status
+    if ts is None:
+        return []
+    pct = f"{ts.percent:g}%" if ts.percent is not None else "progress"
+    out = [f"the trainer reports {pct}" + (f" at {ts.updated}" if ts.updated else "") + f" ({ts.source})"]
+    if ts.checkpoint_step is not None:
+        where = f" ({ts.checkpoint_path})" if ts.checkpoint_path else ""
+        out[-1] += f"; its last checkpoint: step {ts.checkpoint_step}{where}"
+    if len(attempts) > 1:
+        last = attempts[-1]
+        saved = [s.step for a in attempts[:-1] for s in a.saves]
+        why = progress_below(plat, last.started, _total(h), saved)
+        if why:
+            out.append(f"{last.label}: {why}")
+    return out
+
+
+def _total(h: History) -> int | None:
+    """The total steps the trainer announced, from any attempt's log."""
+    return max((t for r in h.runs if (t := training_total(r.log)) is not None), default=None)
 
 
 @dataclass

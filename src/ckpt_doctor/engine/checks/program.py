@@ -483,3 +483,99 @@ def training_hub(facts: Facts, rule: Rule) -> Result:
         "backend's default, which differs between instructlab.training versions; set it to true"
     )
 
+
+
+# -- sigterm-exit-zero ----------------------------------------------------------------------------------
+# launchers whose own process turns a SIGTERM into a non-zero exit whatever the workers return: torchrun's
+# agent raises SignalException and exits 1 (recordings dcp-1rank-sigterm-handler, deepspeed-0.19-sigterm-handler)
+_AGENTS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+
+
+def _exit_ev(r: Any) -> dict[str, Any]:
+    state = "lastState" if r.previous else "state"
+    return {
+        "type": "field",
+        "object": r.pod.ref(),
+        "path": f"status.containerStatuses[name={r.container}].{state}.terminated.exitCode",
+        "value": r.exit_code,
+    }
+
+
+def _agent(prog: Program) -> str | None:
+    for w in (prog.trainer_argv or [])[:4]:
+        name = w.rsplit("/", 1)[-1]
+        if name in _AGENTS:
+            return name
+    return None
+
+
+@check("sigterm-exit-zero")
+def sigterm_exit_zero(facts: Facts, rule: Rule) -> Result:
+    seen_nonzero = None
+    if facts.mode != "lint":
+        h = facts.history
+        for r in h.runs:
+            if r.exited_after_sigterm and r.exit_code == 0:
+                ev = [*r.sigterm[:2], _exit_ev(r)]
+                if str(r.pod.status.get("phase") or "") == "Succeeded":
+                    ev.append({"type": "field", "object": r.pod.ref(), "path": "status.phase", "value": "Succeeded"})
+                return fail(
+                    facts.subject(),
+                    ev,
+                    f"attempt {r.attempt} ({r.pod.name}) was stopped by SIGTERM and exited 0: Kubernetes counts such a "
+                    "pod as Succeeded, and its Job as complete once every index is",
+                    "high",
+                )
+        stopped = [r for r in h.runs if r.sigterm and r.exit_code not in (None, 0)]
+        if stopped:
+            r = stopped[0]
+            seen_nonzero = ok(
+                reason=f"attempt {r.attempt} ({r.pod.name}) was stopped by SIGTERM and exited {r.exit_code}",
+                evidence=[*r.sigterm[:1], _exit_ev(r)],
+            )
+    got = _from_program(facts)
+    if got.status == "fail" or seen_nonzero is None:
+        return got
+    return seen_nonzero
+
+
+def _from_program(facts: Facts) -> Result:
+    """What the program does once SIGTERM reached it: exit 0 after a stop fails (the next eviction or drain may
+    complete the TrainJob); exiting non-zero, dying of the signal, or not stopping at all passes."""
+    prog = _program(facts)
+    if prog is None:
+        return _unknown(prog, facts)
+    agent = _agent(prog)
+    if agent is not None:
+        return ok(reason=f"{agent}'s agent exits 1 when SIGTERM reaches it, whatever its workers return")
+    ends = [(p, p.facts.sigterm_end) for p in prog.pythons if p.facts.sigterm_end is not None]
+    zero = [(p, e) for p, e in ends if e.exit == "zero"]
+    if zero:
+        part, end = zero[0]
+        ev = [_site_ev(part, end.handler.text)]
+        if end.stop is not None and end.stop != end.handler:
+            ev.append(_site_ev(part, end.stop.text))
+        return fail(
+            facts.subject(),
+            ev,
+            f"{part.source.label}: {end.why}; an eviction, drain or preemption then leaves a Succeeded pod",
+            end.confidence,
+        )
+    unknown = [(p, e) for p, e in ends if e.exit == "unknown"]
+    if unknown:
+        part, end = unknown[0]
+        return skip(f"how {part.source.label} exits after SIGTERM cannot be told: {end.why}")
+    if ends:
+        part, end = ends[0]
+        why = "exits non-zero" if end.exit == "nonzero" else "does not stop on it (SIGKILL ends it: exit 137)"
+        ev = [_site_ev(part, end.handler.text)]
+        return ok(reason=f"after SIGTERM {part.source.label} {why}: {end.why}", evidence=ev)
+    if not prog.complete:
+        return skip(f"whether the program handles SIGTERM cannot be told: {prog.why_unknown()}")
+    if prog.framework_entry is not None:
+        return skip(f"{prog.framework_entry}'s own entry point runs: how it exits after SIGTERM is not known here")
+    if prog.has("lightning"):
+        # it logs `Received SIGTERM: 15` and keeps a flag; what the process exits with then was not recorded here
+        # (recordings lightning-*-sigterm-no-handler: SIGKILLed at the end of a 5 s grace period)
+        return skip("Lightning handles SIGTERM itself (trainer.received_sigterm): its exit code after one is not known")
+    return ok(reason="the program installs no SIGTERM handler: the signal ends it (exit 143)")

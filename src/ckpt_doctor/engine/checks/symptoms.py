@@ -7,7 +7,7 @@ from typing import Any
 
 from ckpt_doctor.engine.checks import absence, check, condition_ev, event_ev, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
-from ckpt_doctor.facts.attempts import Attempt, History, Run
+from ckpt_doctor.facts.attempts import SIGKILL_EXIT, Attempt, History, Run
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import compare
 from ckpt_doctor.scope import REPLICATED_JOB_LABEL, event_fields
@@ -70,6 +70,9 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
     unknown = _unknown_starts(h, later) + [u for u in h.unseen if "gone" in u and h.attempts]
     unknown += h.doubt  # attempts may have come before the first one seen: any of them may have started fresh
     if unknown:
+        drop = _progress_drop(facts)
+        if drop is not None:
+            return fail(facts.subject(), [*h.earlier[:2], drop[1]], drop[0], "medium")
         return skip("how some later attempts began cannot be told: " + "; ".join(unknown[:3]))
     started = [a for a in later if h.attempt_start(a)[0] == "resumed"]
     if not started:
@@ -78,6 +81,28 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
     _k, _step, r, ev = h.attempt_start(a)
     assert r is not None and ev is not None
     return ok(reason=f"every later attempt resumed; attempt {a.index}: {ev.text[:120]}", evidence=[_log_ev(r, ev)])
+
+
+def _progress_drop(facts: Facts) -> tuple[str, dict[str, Any]] | None:
+    """The TrainJob's own progress report (status.trainerStatus, or RHOAI's annotation), made after the last
+    attempt began, below every checkpoint an earlier attempt completed: that attempt resumed from none of them.
+    (detail, evidence) or None."""
+    from ckpt_doctor.facts.platform import platform_of, progress_below
+    from ckpt_doctor.facts.timeline import _total, timeline_of
+
+    tl = timeline_of(facts)
+    if len(tl.attempts) < 2 or tl.attempts[-1].start in ("resumed", "fresh"):
+        return None
+    last = tl.attempts[-1]
+    saved = [s.step for a in tl.attempts[:-1] for s in a.saves]
+    plat = platform_of(facts)
+    why = progress_below(plat, last.started, _total(facts.history), saved)
+    if why is None:
+        return None
+    sig = plat.get("trainerStatus") if plat.trainer_status and plat.trainer_status.source != "annotation" else None
+    sig = sig or plat.get("rhoaiTrainerStatus")
+    assert sig is not None
+    return f"{last.label}: {why}, so it resumed from none of them", sig.evidence()
 
 
 @check("resumed-older-checkpoint")
@@ -311,6 +336,9 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
     unknown: list[str] = []
     for r in runs:
         if r.log is None:
+            got = _no_final_save_listed(facts, r) if r.unread else None
+            if got is not None:
+                return fail(facts.subject(), got[1], got[0], "medium")
             if r.unread:
                 unknown.append(r.log_gap or f"log of {r.label} not read")
             continue
@@ -346,6 +374,62 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
     if unknown:
         return skip("; ".join(sorted(set(unknown))[:3]))
     return ok(reason="every interrupted attempt saved before it stopped, or nothing was lost")
+
+
+def _sigterm_time(r: Run) -> float | None:
+    """When SIGTERM reached the run, from its evidence (the kubelet's Killing event, a DisruptionTarget)."""
+    from ckpt_doctor.facts.timeline import epoch
+
+    times = []
+    for e in r.sigterm:
+        for k in ("firstTimestamp", "eventTime", "lastTimestamp", "lastTransitionTime", "time"):
+            t = epoch(str(e.get(k) or ""))
+            if t is not None:
+                times.append(t)
+                break
+    return min(times, default=None)
+
+
+def _no_final_save_listed(facts: Facts, r: Run) -> tuple[str, list[dict[str, Any]]] | None:
+    """A stopped run whose log is gone, judged from the checkpoint listings: a listing taken after it ended
+    shows no complete checkpoint written after SIGTERM reached it, the newest one it wrote came some seconds
+    before, it was SIGKILLed at the end of its grace period, and the next attempt resumed from that checkpoint:
+    the steps trained in between were lost.
+    (detail, evidence) or None when the listings do not show it."""
+    from ckpt_doctor.facts.timeline import epoch
+
+    vol = facts.volume
+    t_sig, t0, end = _sigterm_time(r), epoch(r.started), epoch(r.finished)
+    if not vol.seen or t_sig is None or t0 is None or end is None:
+        return None
+    if r.exit_code != SIGKILL_EXIT:
+        # only a run SIGKILLed at the end of its grace period shows it never finished a save after SIGTERM; one
+        # that exited on its own may have saved, and the event's time alone does not place that save
+        return None
+    if not any(j.at is not None and j.at >= end for j in vol.judged):
+        return None  # no listing taken after the run ended: a final save may have come later
+    saves = [(c, j) for c, j in vol.saves_in(t0, end + 1.0) if c.mtime is not None and c.step is not None]
+    if any(c.mtime >= t_sig for c, _j in saves):  # type: ignore[operator]
+        return None
+    before = [(c, j) for c, j in saves if c.mtime < t_sig]  # type: ignore[operator]
+    if not before:
+        return None
+    c, j = max(before, key=lambda p: p[0].step or 0)
+    h = facts.history
+    nxt = h.next_attempt(r.attempt)
+    if nxt is None:
+        return None
+    kind, step, nr, ev = h.attempt_start(nxt)
+    gap = t_sig - c.mtime  # type: ignore[operator]
+    if kind != "resumed" or step is None or nr is None or ev is None or step != c.step or gap < 1.0:
+        return None
+    listed = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing", "line")}
+    detail = (
+        f"attempt {r.attempt} ({r.pod.name}) was sent SIGTERM {gap:.0f} s after its newest checkpoint (step "
+        f"{c.step}) and wrote none after it (the listing; its log is gone); attempt {nr.attempt} resumed from step "
+        f"{step}, so what it trained in those seconds was lost"
+    )
+    return detail, [*r.sigterm[:1], listed, _log_ev(nr, ev)]
 
 
 def _failed_condition(facts: Facts) -> tuple[str, dict[str, Any]] | None:
@@ -435,3 +519,59 @@ def trainjob_rejected(facts: Facts, rule: Rule) -> Result:
         ):
             return fail(facts.subject(), [event_ev(f)], f"{f['reason']}: {f['message'][:200]}")
     return ok(reason="no Warning event shows a rejected TrainJob or failed reconciliation")
+
+
+# -- trainjob-completed-early ---------------------------------------------------------------------------
+def _complete_condition(facts: Facts) -> tuple[str, dict[str, Any]] | None:
+    """The TrainJob's Complete or the JobSet's Completed condition, when True."""
+    for obj, kind in ((facts.scope.trainjob, "Complete"), (facts.scope.jobset, "Completed")):
+        if obj is None:
+            continue
+        c = obj.condition(kind)
+        if c is not None and str(c.get("status")) == "True":
+            return obj.ref(), c
+    return None
+
+
+@check("trainjob-completed-early")
+def trainjob_completed_early(facts: Facts, rule: Rule) -> Result:
+    from ckpt_doctor.facts.attempts import training_total
+
+    done = _complete_condition(facts)
+    if done is None:
+        if facts.scope.trainjob is None and facts.scope.jobset is None:
+            return skip("neither the TrainJob nor its JobSet is in the snapshot")
+        return ok(reason="neither the TrainJob nor its JobSet reports Complete")
+    ref, cond = done
+    h = facts.history
+    if not h.attempts:
+        why = facts.missing("pods") or "no pod of its last attempt is in the snapshot"
+        return skip(f"{ref} reports {cond.get('type')}, but how its last attempt ended is unknown: {why}")
+    last = h.attempts[-1]
+    for r in last.runs:
+        if r.exited_after_sigterm and r.exit_code == 0:
+            state = "lastState" if r.previous else "state"
+            ev = [
+                condition_ev(ref, cond),
+                *r.sigterm[:2],
+                field_ev(r.pod.ref(), f"status.containerStatuses[name={r.container}].{state}.terminated.exitCode", 0),
+            ]
+            step = r.last_step()
+            total = training_total(r.log)
+            where = f" at step {step}" + (f" of {total}" if total else "") if step is not None else ""
+            return fail(
+                facts.subject(),
+                ev,
+                f"{ref} reports {cond.get('type')}, but attempt {r.attempt} ({r.pod.name}) was stopped by SIGTERM"
+                f"{where} and exited 0",
+            )
+    for r in last.runs:
+        total, step = training_total(r.log), r.last_step()
+        if total is not None and step is not None and step >= total:
+            return ok(reason=f"attempt {r.attempt} reached step {step} of {total}")
+    clean = [r for r in last.runs if r.exit_code == 0 and not r.sigterm and r.log is not None]
+    if clean and len(clean) == len(last.runs):
+        return ok(reason=f"attempt {last.index} finished on its own: exit 0 with no SIGTERM seen")
+    gaps = _gaps(last.runs)
+    return skip(f"{ref} reports {cond.get('type')}; whether its last attempt finished training is not shown"
+                + (f": {gaps}" if gaps else ""))  # fmt: skip

@@ -100,6 +100,23 @@ class StateIO:
 
 
 @dataclass(frozen=True)
+class SigtermEnd:
+    """How the program ends once its SIGTERM handler ran (issue 21 §6, rule sigterm-exit-zero).
+
+    exit: `zero` (the handler exits 0 itself, or asks training to stop and the program then ends normally),
+    `nonzero` (the handler, or the code the stop leads to, exits with another code or dies of the signal),
+    `continues` (the handler only prints or sets something nothing reads: training goes on until SIGKILL),
+    `unknown`. `stop` is where the stop takes effect (the exit call, the test that reads the handler's flag).
+    """
+
+    exit: str
+    why: str
+    handler: Site
+    stop: Site | None = None
+    confidence: str = "medium"
+
+
+@dataclass(frozen=True)
 class Option:
     """An argparse option: `parser.add_argument("--resume", default="")`."""
 
@@ -121,6 +138,7 @@ class PyFacts:
     calls: dict[str, list[Call]] = field(default_factory=dict)
     env_reads: dict[str, Site] = field(default_factory=dict)
     sigterm_handler: Site | None = None
+    sigterm_end: SigtermEnd | None = None  # how it ends after that handler ran
     prints: list[Site] = field(default_factory=list)
     options: dict[str, Option] = field(default_factory=dict)
     arg_parsers: dict[str, Site] = field(default_factory=dict)  # HfArgumentParser, TrlParser, argparse

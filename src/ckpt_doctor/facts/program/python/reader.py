@@ -99,6 +99,7 @@ class _Reader(Values, Dynamics, Options, Flow, Environ, Signals, Prints, Calls, 
         out.arg_parsers = self._arg_parsers()
         out.env_reads = self._env_reads()
         out.sigterm_handler = self._sigterm()
+        out.sigterm_end = self._sigterm_end()
         out.prints = self._prints()
         out.calls = self._calls()
         out.discovery = self._discoveries(out.calls)
