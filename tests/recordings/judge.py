@@ -44,6 +44,13 @@ def shows_progress(raw: bytes, steps: dict[str, int]) -> bool:
     return any(steps["first"] <= int(m.group(1)) <= steps["last"] for m in _STEP.finditer(raw))
 
 
+def names_step(raw: bytes, step: int) -> bool:
+    """Whether a raw log names `step` as a step (`global step 20`, `step=20`, `checkpoint-20`, `step_0020`)."""
+    return any(
+        int(m.group(1)) == step for m in re.finditer(rb"(?:\bstep\W{0,3}|checkpoint-|step_|iter_)(\d+)", raw, re.I)
+    )
+
+
 def logs_in_bundle(model: str, n: int) -> set[int]:
     """Which attempts' logs the bundle holds."""
     if model == "jobset-kept":
@@ -137,15 +144,21 @@ def judge_attempt(
                 out.add("progress-not-read")
         elif t["ended_by"] == "completed" and e.last_step != steps["last"]:
             out.add("last-step-short")
-        elif t["ended_by"] in ("killed", "terminated") and e.last_step < steps["last"] and not getattr(
-            e, "last_step_bound", False
+        elif (
+            t["ended_by"] in ("killed", "terminated")
+            and e.last_step < steps["last"]
+            and not getattr(e, "last_step_bound", False)
         ):
             out.add("last-step-not-a-bound")
     if t["crashed_while_loading"]:
         if e.end.kind != "crash":
             out.add("load-crash-not-seen")
     elif t["resumed_from"] is not None:
-        if e.start != "resumed" or e.start_step is None:
+        # a resume from a checkpoint whose name holds no step (Lightning's last.ckpt), in a log that names none,
+        # may come out with its step unknown, the engine saying why
+        quiet = raw is not None and not names_step(raw, t["resumed_from"])
+        unknown = e.start_step is None and quiet and getattr(e, "start_step_unknown", "")
+        if e.start != "resumed" or (e.start_step is None and not unknown):
             out.add("resume-not-read")
     elif steps and e.start not in ("fresh",):
         out.add("fresh-not-read")

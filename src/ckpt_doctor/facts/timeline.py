@@ -155,6 +155,7 @@ class AttemptFact:
     # or its log does not show where training ended; the true last step is at least `last_step` (issue 19)
     last_step_bound: bool = False
     last_step_unknown: str = ""  # why `last_step` is None, when its log is there and shows no step
+    start_step_unknown: str = ""  # why `start_step` is None for a resume whose log names its checkpoint
 
     @property
     def last_step_text(self) -> str:
@@ -631,7 +632,16 @@ def _attempt_fact(facts: Facts, h: History, a: Attempt, pos: int, collected: str
         if bad:
             fact.resume_failed = bad[0].text.strip()
     fact.last_step_bound, fact.last_step_unknown = _last_step_bound(fact, a, _stacks(facts))
+    if kind == "resumed" and step is None and fact.resumed_from:
+        fact.start_step_unknown = _why_no_resume_step(fact.resumed_from)
     return fact
+
+
+def _why_no_resume_step(path: str) -> str:
+    """Why a resume that names its checkpoint has no step: the name holds none (Lightning's `last.ckpt`, a
+    `latest` link) and the log says no step beside it."""
+    name = path.rstrip("/").rpartition("/")[2] or path
+    return f"{name} names no step, and the log does not say which step it held"
 
 
 def _stacks(facts: Facts) -> frozenset[str]:

@@ -231,6 +231,13 @@ def resumed_older(facts: Facts, rule: Rule, base: Result) -> Result:
     uncovered = False
     for a in h.later_attempts():
         kind, step, r, ev = h.attempt_start(a)
+        if kind == "resumed" and step is None and ev is not None and ev.path:
+            said = _newest_written(_found_before(vol, h, a), ev.path)
+            if said:
+                covered.append(f"attempt {a.index} resumed from {said}")
+            else:
+                uncovered = True
+            continue
         if kind != "resumed" or step is None:
             uncovered = uncovered or kind not in ("fresh", "pending")
             continue
@@ -261,6 +268,24 @@ def resumed_older(facts: Facts, rule: Rule, base: Result) -> Result:
     if covered and base.status == "pass":
         return _note(base, "; ".join(covered))
     return base
+
+
+def _newest_written(found: list[Judged], path: str) -> str:
+    """A resume that names a checkpoint without a step in its name (Lightning's `last.ckpt`, rewritten at every
+    save): the listing taken last before the attempt began shows it complete and written after every other
+    checkpoint of its directory, so no newer one was there to take. "" when no such listing shows it."""
+    for j in reversed(found):
+        for d in j.dirs:
+            mine = [c for c in d.checkpoints if c.path == path or path.endswith("/" + c.name)]
+            if not mine:
+                continue
+            c = mine[0]
+            others = [o.mtime for o in d.checkpoints if o is not c and o.mtime is not None]
+            if c.complete and c.mtime is not None and all(t <= c.mtime for t in others):
+                return (f"{c.name}, the newest checkpoint written before it began: {j.label()} shows it complete, "
+                        f"written at {epoch_text(c.mtime)}, after every other one")  # fmt: skip
+            return ""
+    return ""
 
 
 # -- weights-only-checkpoint ---------------------------------------------------------------------------------
