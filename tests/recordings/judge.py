@@ -17,7 +17,7 @@ import yaml
 from ckpt_doctor.facts.timeline import AttemptFact, timeline_of
 from ckpt_doctor.pipeline import diagnose_snapshot
 from ckpt_doctor.sources.bundle import open_bundle
-from tests.recordings.bundles import load_run
+from tests.recordings.bundles import epoch, load_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RANK = {"fail": 0, "not_evaluated": 1, "pass": 2}
@@ -51,6 +51,31 @@ def names_step(raw: bytes, step: int) -> bool:
     )
 
 
+def listing_entries(text: str) -> list[tuple[float, str]]:
+    """(mtime, path) of each entry of a recorded listing (contracts.md §2: `%y %s %T@ %p`)."""
+    out = []
+    for ln in text.splitlines():
+        parts = ln.split(" ", 3)
+        if ln.startswith("#") or len(parts) < 4:
+            continue
+        try:
+            out.append((float(parts[2]), parts[3]))
+        except ValueError:
+            continue
+    return out
+
+
+def save_shown(step: int, t: dict[str, Any], raw: bytes | None, listings: list[list[tuple[float, str]]]) -> bool:
+    """Whether a save of `step` by attempt `t` is shown: its log names a save with that number on one line, or a
+    listing in the bundle holds a path whose own name carries the step, written while the attempt ran."""
+    if raw is not None and re.search(rb"(?i)sav\w*[^\n\r]{0,80}?(?<!\d)0*%d(?!\d)" % step, raw):
+        return True
+    t0, t1 = epoch(t["started"]), epoch(t["ended"]) + 1.0
+    # `20`, `checkpoint-20`, `global_step20`, `step=20.ckpt`, `step_0020.pt` (not a hash's digits)
+    tok = re.compile(rf"(?i)(?:.*(?:[-_=]|step|iter|checkpoint|ckpt))?0*{step}(?:\.\w+)?")
+    return any(t0 <= m <= t1 and tok.fullmatch(p.rpartition("/")[2]) for lst in listings for m, p in lst)
+
+
 def logs_in_bundle(model: str, n: int) -> set[int]:
     """Which attempts' logs the bundle holds."""
     if model == "jobset-kept":
@@ -72,13 +97,14 @@ def judge(bundle: Path) -> tuple[list[str], dict[str, Any]]:
     truth = run["attempts"]
     n = len(truth)
     seen = logs_in_bundle(model, n)
+    listings = [listing_entries(p.read_text()) for p in sorted((bundle / "checkpoints").rglob("*.txt"))]
     eng = tl.attempts
     if len(eng) > n:
         misses.add("phantom-attempt")
     for k in range(1, min(len(eng), n) + 1):
         earlier = {s for a in truth[: n - k] for s in a["saves_complete"]}
         raw = (run["_dir"] / f"attempt-{n - k}.log").read_bytes()
-        misses |= judge_attempt(eng[-k], truth[-k], n - k in seen, model, earlier, not raw, raw)
+        misses |= judge_attempt(eng[-k], truth[-k], n - k in seen, model, earlier, not raw, raw, listings)
     status: dict[str, str] = {}
     for f in doc["findings"]:
         r = f["rule"]
@@ -104,6 +130,7 @@ def judge_attempt(
     earlier: set[int],
     empty: bool = False,
     raw: bytes | None = None,
+    listings: list[list[tuple[float, str]]] | None = None,
 ) -> set[str]:
     out: set[str] = set()
     steps = t["steps"]
@@ -162,7 +189,12 @@ def judge_attempt(
             out.add("resume-not-read")
     elif steps and e.start not in ("fresh",):
         out.add("fresh-not-read")
-    if complete - got_saves:
+    missing = complete - got_saves
+    if missing and not (
+        getattr(e, "saves_unknown", "") and not any(save_shown(s, t, raw, listings or []) for s in missing)
+    ):
+        # a save neither the log names nor a listing in the bundle shows (rotated away before it was taken) may be
+        # missing, the engine saying why; one they show must be read
         out.add("saves-not-read")
     allowed = set(ENDINGS.get(t["ended_by"], ()))
     if model == "suspend-resume" and t["ended_by"] in ("terminated", "killed"):

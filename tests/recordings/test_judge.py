@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.recordings.bundles import all_runs
-from tests.recordings.judge import shows_progress
+from tests.recordings.bundles import all_runs, epoch
+from tests.recordings.judge import save_shown, shows_progress
 
 ATTEMPTS = [(r, a) for r in all_runs() for a in r["attempts"] if a["steps"]]
 
@@ -34,3 +34,22 @@ def test_numbers_outside_a_step_are_not_progress() -> None:
     assert shows_progress(b"[checkpoint] saved global step 25, exiting\n", steps)
     assert shows_progress(b'{"msg": "train", "step": 7}\n', steps)
     assert shows_progress(b"Epoch 0/0 40/40 0:00:05 7.84it/s\n", steps)
+
+
+SAVERS = [(r, a) for r in all_runs() if r["framework"] in ("hf-trainer", "torch-dcp") for a in r["attempts"]]
+
+
+@pytest.mark.parametrize(("run", "att"), SAVERS, ids=[f"{r['id']}-{a['index']}" for r, a in SAVERS])
+def test_a_log_that_prints_its_saves_shows_each(run: dict, att: dict) -> None:
+    raw = (run["_dir"] / f"attempt-{att['index']}.log").read_bytes()
+    assert all(save_shown(s, att, raw, []) for s in att["saves_complete"])
+
+
+def test_a_listing_shows_a_save_by_its_own_name_while_the_attempt_ran() -> None:
+    att = {"started": "2026-12-02T00:00:00Z", "ended": "2026-12-02T00:01:00Z"}
+    t = epoch(att["started"]) + 10
+    for name in ("20", "checkpoint-20", "global_step20", "step=20.ckpt", "step_0020.pt", "epoch=0-step=20.ckpt"):
+        assert save_shown(20, att, None, [[(t, f"/c/run/{name}")]]), name
+    assert not save_shown(20, att, None, [[(t + 3600, "/c/run/checkpoint-20")]])  # written by a later attempt
+    for name in ("f20", "ocdbt.process_20x", "checkpoint-200", "last.ckpt"):
+        assert not save_shown(20, att, None, [[(t, f"/c/run/{name}")]]), name

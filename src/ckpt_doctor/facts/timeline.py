@@ -156,6 +156,7 @@ class AttemptFact:
     last_step_bound: bool = False
     last_step_unknown: str = ""  # why `last_step` is None, when its log is there and shows no step
     start_step_unknown: str = ""  # why `start_step` is None for a resume whose log names its checkpoint
+    saves_unknown: str = ""  # why `saves` may miss some: its log prints none, and listings show what survived
 
     @property
     def last_step_text(self) -> str:
@@ -1017,6 +1018,14 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
     before the first attempt seen, of the one lost attempt before it (when exactly one is). A listing shows what
     survived until it was taken: a save overwritten or rotated away since is not in it."""
     vol = facts.volume
+    for a in attempts:
+        if a.log is not None and not any(s.source == "log" for s in a.saves):
+            a.saves_unknown = (
+                "its log prints no save: they are read from the checkpoint listings, which show only the checkpoints "
+                "that survived until they were taken (one rotated away or overwritten since is not in them)"
+                if vol.seen
+                else "its log prints no save, and no checkpoint listing is in the snapshot"
+            )
     if not vol.seen:
         return
     for i, a in enumerate(attempts):
