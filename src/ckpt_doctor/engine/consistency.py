@@ -31,7 +31,11 @@ def _starts(h: History) -> list[tuple[int, str, int | None]]:
 @rule
 def _fresh_needs_a_fresh_attempt(d: Diagnosis, st: dict[str, str], h: History) -> str | None:
     if st.get("fresh-start-after-restart") == "fail" and not any(k == "fresh" for _i, k, _s in _starts(h)):
-        return "fresh-start-after-restart fails, yet no later attempt started fresh"
+        from ckpt_doctor.facts.timeline import timeline_of  # the listings may show what the logs do not
+
+        later = timeline_of(d.facts).attempts[1:]
+        if not any(a.start == "fresh" for a in later):
+            return "fresh-start-after-restart fails, yet no later attempt started fresh"
     return None
 
 

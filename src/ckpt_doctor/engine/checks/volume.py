@@ -288,6 +288,36 @@ def _newest_written(found: list[Judged], path: str) -> str:
     return ""
 
 
+# -- fresh-start-after-restart -------------------------------------------------------------------------------
+@augments("fresh-start-after-restart")
+def fresh_start(facts: Facts, rule: Rule, base: Result) -> Result:
+    """A later attempt whose log does not say how it began (DeepSpeed at its default log level, Lightning's rich
+    bar without a terminal) wrote a checkpoint at a step no higher than the lowest one already in its directory:
+    it started from step 0 again (`Volume.trained_again`)."""
+    vol = facts.volume
+    if not vol.seen or base.status != "not_evaluated":
+        return base
+    h = facts.history
+    for a in h.later_attempts():
+        if h.attempt_start(a)[0] != "unknown":
+            continue
+        start, end = _window(a)
+        if end is None:
+            end = max((j.at for j in vol.judged if j.at is not None), default=None)
+        again = vol.trained_again(start, None if end is None else end + 1.0)
+        if again is None:
+            continue
+        (c, j), prior = again
+        if prior is None:
+            continue
+        b, k = prior
+        return fail(base.subject, [k.evidence(b), j.evidence(c)],
+                    f"attempt {a.index} wrote {c.name} (step {c.step}) at {epoch_text(c.mtime)}, though {b.name} "
+                    f"(step {b.step}) was already there ({k.label()}): it trained from below every checkpoint it "
+                    "could load, so it started from step 0", "medium")  # fmt: skip
+    return base
+
+
 # -- weights-only-checkpoint ---------------------------------------------------------------------------------
 @augments("weights-only-checkpoint")
 def weights_only(facts: Facts, rule: Rule, base: Result) -> Result:
