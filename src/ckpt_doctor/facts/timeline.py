@@ -1019,13 +1019,8 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
     survived until it was taken: a save overwritten or rotated away since is not in it."""
     vol = facts.volume
     for a in attempts:
-        if a.log is not None and not any(s.source == "log" for s in a.saves):
-            a.saves_unknown = (
-                "its log prints no save: they are read from the checkpoint listings, which show only the checkpoints "
-                "that survived until they were taken (one rotated away or overwritten since is not in them)"
-                if vol.seen
-                else "its log prints no save, and no checkpoint listing is in the snapshot"
-            )
+        if a.log is not None and not any(s.source == "log" for s in a.saves) and not vol.seen:
+            a.saves_unknown = "its log prints no save, and no checkpoint listing is in the snapshot"
     if not vol.seen:
         return
     for i, a in enumerate(attempts):
@@ -1044,6 +1039,16 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
                                                                        "line")}  # fmt: skip
                 a.saves.append(Save(c.step, _mtime_text(c.mtime), c.path, ev, "listing"))
         a.saves.sort(key=lambda s: s.step)
+        if a.log is not None and (any(s.source == "listing" for s in a.saves) or not a.saves):
+            a.saves_unknown = (
+                (
+                    "its log does not print every save: the rest are read from the checkpoint listings"
+                    if a.saves
+                    else "its log prints no save, and the checkpoint listings show none written while it ran"
+                )
+                + ", which show only the checkpoints that survived until they were taken (one rotated away or "
+                "overwritten since is not in them)"
+            )
         first = i == 0 and a.index == 0 and a.how == "initial"
         again = vol.trained_again(t0, t1 + 1.0, first) if a.start == "unknown" else None
         if again is not None:  # its log does not say how it began; the listings show it trained from step 0
