@@ -318,6 +318,32 @@ def fresh_start(facts: Facts, rule: Rule, base: Result) -> Result:
     return base
 
 
+# -- resume-crashed -------------------------------------------------------------------------------------------
+@augments("resume-crashed")
+def resume_crashed(facts: Facts, rule: Rule, base: Result) -> Result:
+    """Only unread logs kept the rule from passing (output lost to buffering: recordings *-buffered), and each of
+    their attempts wrote a complete checkpoint while it ran, which the listings show: it trained past loading, so
+    it did not crash while loading."""
+    vol = facts.volume
+    h = facts.history
+    if not vol.seen or base.status != "not_evaluated" or h.unseen:
+        return base
+    unread = [r for r in h.runs if r.unread]
+    read = [r for r in h.runs if r.log is not None]
+    if not unread or any(r.log.first("resume_error", "partial_checkpoint") or r.log.load_crash_unknown for r in read):
+        return base  # what the read logs show decides
+    said = []
+    for a in {r.attempt: h.numbered(r.attempt) for r in unread}.values():
+        start, end = _window(a) if a is not None else (None, None)
+        saved = vol.saves_in(start, end)
+        if a is None or not saved:
+            return base
+        c, j = max(saved, key=lambda x: x[0].mtime or 0.0)
+        said.append(f"attempt {a.index}'s log is not there, but {j.label()} shows {c.name} written complete while "
+                    f"it ran ({epoch_text(c.mtime)}): it trained past loading")  # fmt: skip
+    return ok(base.subject, reason=f"no checkpoint-loading error in {len(read)} log(s); " + "; ".join(said))
+
+
 # -- weights-only-checkpoint ---------------------------------------------------------------------------------
 @augments("weights-only-checkpoint")
 def weights_only(facts: Facts, rule: Rule, base: Result) -> Result:
