@@ -79,7 +79,7 @@ def test_earlier_logs_gone_listings_left(run: dict[str, Any], tmp_path: Path) ->
     d = tmp_path / "b"
     shutil.copytree(OUT / bundle_id(run, "jobset-kept"), d)
     pods = yaml.safe_load((d / "pods.yaml").read_text())
-    items = pods["items"] if "items" in pods else [pods]
+    items = pods.get("items", [pods])
     last = max(items, key=lambda p: p["status"]["startTime"])["metadata"]["name"]
     for p in (d / "logs").iterdir():
         if p.name != last:

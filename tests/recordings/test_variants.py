@@ -17,9 +17,12 @@ MODEL = "jobset-kept"  # every attempt's pod and log kept: everything the logs s
 # one run per framework and version, and the partial saves for the structured records (kept small: each case
 # writes and judges a bundle)
 RUNS = [r for r in all_runs() if r["id"].endswith(("-correct-resume", "-partial-save"))]
-CASES = [(r, name) for r in RUNS for name in TRANSFORMS
-         if (r["scenario"] == "correct-resume" and name != "json-fields") or (name == "json-fields" and hand_rolled(r))]
-# fmt: skip
+CASES = [
+    (r, name)
+    for r in RUNS
+    for name in TRANSFORMS
+    if (r["scenario"] == "correct-resume" and name != "json-fields") or (name == "json-fields" and hand_rolled(r))
+]
 
 
 @functools.cache

@@ -32,10 +32,12 @@ def _starts(h: History) -> list[tuple[int, str, int | None]]:
 def _fresh_needs_a_fresh_attempt(d: Diagnosis, st: dict[str, str], h: History) -> str | None:
     if st.get("fresh-start-after-restart") == "fail" and not any(k == "fresh" for _i, k, _s in _starts(h)):
         from ckpt_doctor.engine.checks.symptoms import _progress_drop
+        from ckpt_doctor.facts.timeline import timeline_of  # the listings may show what the logs do not
 
         if any(k == "unknown" for _i, k, _s in _starts(h)) and _progress_drop(d.facts) is not None:
             return None  # the TrainJob's own progress report shows it (its log is gone)
-        return "fresh-start-after-restart fails, yet no later attempt started fresh"
+        if not any(a.start == "fresh" for a in timeline_of(d.facts).attempts[1:]):
+            return "fresh-start-after-restart fails, yet no later attempt started fresh"
     return None
 
 

@@ -207,8 +207,10 @@ class Run:
                 return True
             if x.kind == "finished":
                 return True
-        # nothing after it: complete unless the run then ended by an error or a kill
-        return not (self.ended_by_signal() or (self.exit_code not in (None, 0)))
+        # nothing after it: complete unless the run then ended by an error or a kill; a program that exited 0 on its
+        # own after SIGTERM finished the save it announced (recordings lightning-*-sigterm-handler)
+        killed = self.exit_code in (SIGTERM_EXIT, SIGKILL_EXIT) or self.reason in ("Evicted", "Preempted")
+        return not (killed or self.exit_code not in (None, 0))
 
     def _failed_while_saving(self, events: list[LogEvent], i: int) -> bool:
         """A completion line followed at once by the program's own save error (`save_failed`)."""

@@ -129,6 +129,32 @@ class Volume:
                         seen.setdefault((c.path, c.mtime), (c, j))
         return list(seen.values())
 
+    def trained_again(
+        self, t0: float | None, t1: float | None, first: bool = False
+    ) -> tuple[tuple[Checkpoint, Judged], tuple[Checkpoint, Judged] | None] | None:
+        """A fresh start the listings prove: a checkpoint written inside [t0, t1] (the attempt's run) at a step no
+        higher than the lowest one its directory already held before t0. A resume loads one of those and saves
+        only above it, so the attempt trained from below every checkpoint it could load: from step 0 (HF
+        overwriting `checkpoint-10`, Lightning writing `step=10-v1.ckpt` beside `step=10.ckpt`, DeepSpeed
+        rewriting `global_step10`). The job's `first` attempt, whose directory held no checkpoint from before it
+        began, had nothing there to load either. Returns (the save inside, the one before or None), or None when
+        nothing shows it."""
+        if t0 is None or t1 is None:
+            return None
+        saves = self.complete_saves()
+        for c, j in sorted(self.saves_in(t0, t1), key=lambda x: x[0].step or 0):
+            home = c.path.rpartition("/")[0]
+            before = [(b, k) for b, k in saves if b.step is not None and b.mtime is not None
+                      and b.mtime + k.listing.precision < t0 and b.path.rpartition("/")[0] == home]  # fmt: skip
+            if before:
+                low = min(before, key=lambda x: x[0].step or 0)
+                if c.step is not None and low[0].step is not None and c.step <= low[0].step:
+                    return (c, j), low
+            elif first:
+                return (c, j), None
+            return None  # only the lowest save inside the window can show it
+        return None
+
     def saves_in(self, t0: float | None, t1: float | None) -> list[tuple[Checkpoint, Judged]]:
         """Complete checkpoints last written inside [t0, t1]: saves of the attempt that ran then."""
         if t0 is None or t1 is None:

@@ -156,6 +156,8 @@ class AttemptFact:
     # or its log does not show where training ended; the true last step is at least `last_step` (issue 19)
     last_step_bound: bool = False
     last_step_unknown: str = ""  # why `last_step` is None, when its log is there and shows no step
+    start_step_unknown: str = ""  # why `start_step` is None for a resume whose log names its checkpoint
+    saves_unknown: str = ""  # why `saves` may miss some: its log prints none, and listings show what survived
 
     @property
     def last_step_text(self) -> str:
@@ -662,7 +664,16 @@ def _attempt_fact(facts: Facts, h: History, a: Attempt, pos: int, collected: str
         if bad:
             fact.resume_failed = bad[0].text.strip()
     fact.last_step_bound, fact.last_step_unknown = _last_step_bound(fact, a, _stacks(facts))
+    if kind == "resumed" and step is None and fact.resumed_from:
+        fact.start_step_unknown = _why_no_resume_step(fact.resumed_from)
     return fact
+
+
+def _why_no_resume_step(path: str) -> str:
+    """Why a resume that names its checkpoint has no step: the name holds none (Lightning's `last.ckpt`, a
+    `latest` link) and the log says no step beside it."""
+    name = path.rstrip("/").rpartition("/")[2] or path
+    return f"{name} names no step, and the log does not say which step it held"
 
 
 def _stacks(facts: Facts) -> frozenset[str]:
@@ -1038,6 +1049,9 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
     before the first attempt seen, of the one lost attempt before it (when exactly one is). A listing shows what
     survived until it was taken: a save overwritten or rotated away since is not in it."""
     vol = facts.volume
+    for a in attempts:
+        if a.log is not None and not any(s.source == "log" for s in a.saves) and not vol.seen:
+            a.saves_unknown = "its log prints no save, and no checkpoint listing is in the snapshot"
     if not vol.seen:
         return
     for i, a in enumerate(attempts):
@@ -1056,6 +1070,28 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
                                                                        "line")}  # fmt: skip
                 a.saves.append(Save(c.step, _mtime_text(c.mtime), c.path, ev, "listing"))
         a.saves.sort(key=lambda s: s.step)
+        if a.log is not None and (any(s.source == "listing" for s in a.saves) or not a.saves):
+            a.saves_unknown = (
+                (
+                    "its log does not print every save: the rest are read from the checkpoint listings"
+                    if a.saves
+                    else "its log prints no save, and the checkpoint listings show none written while it ran"
+                )
+                + ", which show only the checkpoints that survived until they were taken (one rotated away or "
+                "overwritten since is not in them)"
+            )
+        first = i == 0 and a.index == 0 and a.how == "initial"
+        again = vol.trained_again(t0, t1 + 1.0, first) if a.start == "unknown" else None
+        if again is not None:  # its log does not say how it began; the listings show it trained from step 0
+            (c, _j), before = again
+            a.start, a.start_step = "fresh", 0
+            a.start_text = (
+                f"{c.name} (step {c.step}) was written while it ran, though {before[0].name} (step {before[0].step}) "
+                "was already there: it trained from below every checkpoint it could load"
+                if before is not None
+                else f"the first attempt: {c.name} (step {c.step}) is the oldest checkpoint of its directory, "
+                "written while it ran; none was there before it began"
+            )
 
 
 def _mtime_text(t: float | None) -> str | None:

@@ -231,6 +231,13 @@ def resumed_older(facts: Facts, rule: Rule, base: Result) -> Result:
     uncovered = False
     for a in h.later_attempts():
         kind, step, r, ev = h.attempt_start(a)
+        if kind == "resumed" and step is None and ev is not None and ev.path:
+            said = _newest_written(_found_before(vol, h, a), ev.path)
+            if said:
+                covered.append(f"attempt {a.index} resumed from {said}")
+            else:
+                uncovered = True
+            continue
         if kind != "resumed" or step is None:
             uncovered = uncovered or kind not in ("fresh", "pending")
             continue
@@ -261,6 +268,80 @@ def resumed_older(facts: Facts, rule: Rule, base: Result) -> Result:
     if covered and base.status == "pass":
         return _note(base, "; ".join(covered))
     return base
+
+
+def _newest_written(found: list[Judged], path: str) -> str:
+    """A resume that names a checkpoint without a step in its name (Lightning's `last.ckpt`, rewritten at every
+    save): the listing taken last before the attempt began shows it complete and written after every other
+    checkpoint of its directory, so no newer one was there to take. "" when no such listing shows it."""
+    for j in reversed(found):
+        for d in j.dirs:
+            mine = [c for c in d.checkpoints if c.path == path or path.endswith("/" + c.name)]
+            if not mine:
+                continue
+            c = mine[0]
+            others = [o.mtime for o in d.checkpoints if o is not c and o.mtime is not None]
+            if c.complete and c.mtime is not None and all(t <= c.mtime for t in others):
+                return (f"{c.name}, the newest checkpoint written before it began: {j.label()} shows it complete, "
+                        f"written at {epoch_text(c.mtime)}, after every other one")  # fmt: skip
+            return ""
+    return ""
+
+
+# -- fresh-start-after-restart -------------------------------------------------------------------------------
+@augments("fresh-start-after-restart")
+def fresh_start(facts: Facts, rule: Rule, base: Result) -> Result:
+    """A later attempt whose log does not say how it began (DeepSpeed at its default log level, Lightning's rich
+    bar without a terminal) wrote a checkpoint at a step no higher than the lowest one already in its directory:
+    it started from step 0 again (`Volume.trained_again`)."""
+    vol = facts.volume
+    if not vol.seen or base.status != "not_evaluated":
+        return base
+    h = facts.history
+    for a in h.later_attempts():
+        if h.attempt_start(a)[0] != "unknown":
+            continue
+        start, end = _window(a)
+        if end is None:
+            end = max((j.at for j in vol.judged if j.at is not None), default=None)
+        again = vol.trained_again(start, None if end is None else end + 1.0)
+        if again is None:
+            continue
+        (c, j), prior = again
+        if prior is None:
+            continue
+        b, k = prior
+        return fail(base.subject, [k.evidence(b), j.evidence(c)],
+                    f"attempt {a.index} wrote {c.name} (step {c.step}) at {epoch_text(c.mtime)}, though {b.name} "
+                    f"(step {b.step}) was already there ({k.label()}): it trained from below every checkpoint it "
+                    "could load, so it started from step 0", "medium")  # fmt: skip
+    return base
+
+
+# -- resume-crashed -------------------------------------------------------------------------------------------
+@augments("resume-crashed")
+def resume_crashed(facts: Facts, rule: Rule, base: Result) -> Result:
+    """Only unread logs kept the rule from passing (output lost to buffering: recordings *-buffered), and each of
+    their attempts wrote a complete checkpoint while it ran, which the listings show: it trained past loading, so
+    it did not crash while loading."""
+    vol = facts.volume
+    h = facts.history
+    if not vol.seen or base.status != "not_evaluated" or h.unseen:
+        return base
+    unread = [r for r in h.runs if r.unread]
+    read = [r for r in h.runs if r.log is not None]
+    if not unread or any(r.log.first("resume_error", "partial_checkpoint") or r.log.load_crash_unknown for r in read):
+        return base  # what the read logs show decides
+    said = []
+    for a in {r.attempt: h.numbered(r.attempt) for r in unread}.values():
+        start, end = _window(a) if a is not None else (None, None)
+        saved = vol.saves_in(start, end)
+        if a is None or not saved:
+            return base
+        c, j = max(saved, key=lambda x: x[0].mtime or 0.0)
+        said.append(f"attempt {a.index}'s log is not there, but {j.label()} shows {c.name} written complete while "
+                    f"it ran ({epoch_text(c.mtime)}): it trained past loading")  # fmt: skip
+    return ok(base.subject, reason=f"no checkpoint-loading error in {len(read)} log(s); " + "; ".join(said))
 
 
 # -- weights-only-checkpoint ---------------------------------------------------------------------------------
