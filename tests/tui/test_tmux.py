@@ -62,6 +62,9 @@ def start(term: Term, command: str, env: dict[str, str]) -> None:
     """Run `command` in a detached 100×30 session on the private socket."""
     size = ["-x", "100", "-y", "30"]
     argv = [TMUX, "-L", term.socket, "-f", "/dev/null", "new-session", "-d", "-s", "app", *size, command]
+    # COLUMNS/LINES win over the terminal's own size in the app (shutil.get_terminal_size), and pytest-xdist's
+    # workers set them to 80×24: the app drew 80 columns in a 100-column pane and cut its title short
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
     subprocess.run(argv, check=True, env=env, timeout=10)
 
 
