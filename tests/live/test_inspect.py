@@ -301,15 +301,21 @@ def test_every_sandbox_scenario_carries_a_listing(tmp_path: Path) -> None:
                 return any(p["metadata"]["name"].startswith(f"{tj}-node-") and p.get("status", {}).get("phase")
                            == "Running" for p in sb.api.objects("pods", "sandbox"))  # fmt: skip
 
-            _wait_for(running)  # a scenario between two attempts has no trainer to exec into (and no reader pod)
-            out = tmp_path / tj
-            got = run_cli(["collect", f"sandbox/{tj}", "--inspect-checkpoints", "-o", str(out), "-q",
-                           "--kubeconfig", str(sb.kubeconfig)])  # fmt: skip
-            assert got.rc == 0, got.err
-            with open_bundle(out) as snap:
-                assert len(snap.checkpoints) == 1, (tj, [g.to_json() for g in snap.not_collected])
-                lst = read_source(next(iter(snap.checkpoints.values())))
-                assert lst.seen and lst.exists, (tj, lst.problem)
+            def listed(tj: str = tj) -> bool:
+                _wait_for(running)  # a scenario between two attempts has no trainer to exec into (and no reader pod)
+                out = tmp_path / f"{tj}-{time.monotonic_ns()}"
+                got = run_cli(["collect", f"sandbox/{tj}", "--inspect-checkpoints", "-o", str(out), "-q",
+                               "--kubeconfig", str(sb.kubeconfig)])  # fmt: skip
+                assert got.rc == 0, got.err
+                with open_bundle(out) as snap:
+                    assert len(snap.checkpoints) == 1, (tj, [g.to_json() for g in snap.not_collected])
+                    lst = read_source(next(iter(snap.checkpoints.values())))
+                assert lst.seen and not lst.problem, (tj, lst.problem)
+                # a listing that says the directory is not there yet is a listing too (a fresh emptyDir before
+                # the new attempt's first save): collect again until the trainer has made it
+                return lst.exists
+
+            _wait_for(listed)
         assert sb.api.count("POST", "/pods") == 0  # the trainers ran: no reader pod
 
 
