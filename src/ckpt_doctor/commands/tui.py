@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags
-from ckpt_doctor.errors import InputError, UsageError
+from ckpt_doctor.errors import UsageError
 
 if TYPE_CHECKING:
     from ckpt_doctor.tui.target import Target
@@ -50,8 +50,10 @@ def target_from(args: argparse.Namespace) -> Target:
         raise UsageError("give either a live TARGET or --bundle, not both")
     if args.trainjob and args.target:
         raise UsageError("give the TrainJob once: TARGET on a cluster, --trainjob in a bundle")
-    if args.bundle is not None and not args.bundle.exists():
-        raise InputError("no such file or directory", str(args.bundle))
+    if args.bundle is not None:  # what diagnose refuses (exit 3) is refused before the app takes the screen
+        from ckpt_doctor.sources.bundle import check_bundle_path
+
+        check_bundle_path(args.bundle)
     if args.refresh is not None and args.refresh <= 0:
         raise UsageError("--refresh needs a positive number of seconds")
     if args.playbook is not None:  # a broken playbook is an error before the app takes the screen

@@ -60,6 +60,9 @@ class Run:
     inferred: bool = False  # the pod is gone: this run is known from a log left in the bundle
     not_started: bool = False  # the container has not run yet (waiting, never started): it has no log
     skipped: frozenset[int] = frozenset()  # steps a later run said it skipped as incomplete
+    last_state: bool = False  # its end is the container's lastState (an instance before the current one)
+    log_key: tuple[str, str, bool] | None = None  # the log file it wrote, when not (pod, container, previous)
+    waiting: str = ""  # why a run that has not started waits: `CrashLoopBackOff: back-off 2m40s …`
 
     @property
     def unread(self) -> bool:
@@ -222,7 +225,7 @@ class Attempt:
 
     @property
     def started(self) -> str:
-        return min((r.started or r.pod.created for r in self.runs), default="")
+        return min((r.started or r.pod.created for r in self.runs if not r.waiting), default="")
 
 
 @dataclass
@@ -232,6 +235,12 @@ class History:
     interruptions: list[dict[str, Any]] = field(default_factory=list)  # suspend/preempt/evict proof
     jobset_restarts: int = 0
     unseen: list[str] = field(default_factory=list)  # attempts known to have happened, with no pod and no log
+    # attempts that may have happened before the first one seen, with nothing to tell (a resume with no trace of
+    # a run before it): the rules that need them are not_evaluated, the timeline says so
+    doubt: list[str] = field(default_factory=list)
+    # container instances known only from a restartCount: (index of the first, how many, what they were)
+    lost_instances: list[tuple[int, int, str]] = field(default_factory=list)
+    crash_loop: str = ""  # a trainer container waiting to restart after crashing again and again: what shows it
 
     def unread(self) -> list[str]:
         """Why some attempt's log cannot be read: its run's log gap, or an attempt whose pods are gone."""
@@ -306,11 +315,13 @@ class History:
         """Pods of the first attempt are gone, but evidence says it happened."""
         if not self.attempts:
             return bool(self.earlier)
-        first = self.attempts[0]
-        if any(r.restart_attempt > 0 for r in first.runs):
+        return self._lost_before(self.attempts[0].runs)
+
+    def _lost_before(self, first: list[Run]) -> bool:
+        if any(r.restart_attempt > 0 for r in first):
             return True
         return bool(self.interruptions) and all(
-            _after(r.pod.created, i.get("time", "")) for r in first.runs for i in self.interruptions if i.get("time")
+            _after(r.pod.created, i.get("time", "")) for r in first for i in self.interruptions if i.get("time")
         )
 
 
@@ -376,57 +387,12 @@ def build_history(scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, L
 
     runs: list[Run] = []
     for pod in scope.trainer_pods():
-        cname = trainer_container_name(pod)
-        ra = _int(pod.labels.get(RESTART_ATTEMPT, pod.annotations.get(RESTART_ATTEMPT)))
-        cs = _container_status(pod, cname)
-        restarts = _int(cs.get("restartCount"))
-        cur_state = cs.get("state") or {}
-        term = _terminated(cur_state)
-        running = (cur_state.get("running") or {}) if isinstance(cur_state, dict) else {}
-        current = Run(
-            pod,
-            cname,
-            False,
-            ra,
-            restarts,
-            started=str(running.get("startedAt") or term.get("startedAt") or pod.created),
-            finished=str(term.get("finishedAt") or ""),
-            exit_code=term.get("exitCode"),
-            reason=str(term.get("reason") or pod.status.get("reason") or ""),
-            not_started=_never_ran(pod, cs),
-        )
-        if restarts > 0:
-            last = _terminated(cs.get("lastState"))
-            prev = Run(
-                pod,
-                cname,
-                True,
-                ra,
-                restarts - 1,
-                started=str(last.get("startedAt") or pod.created),
-                finished=str(last.get("finishedAt") or ""),
-                exit_code=last.get("exitCode"),
-                reason=str(last.get("reason") or ""),
-            )
-            runs.append(prev)
-            h.earlier.append(
-                {
-                    "type": "field",
-                    "object": pod.ref(),
-                    "path": f"status.containerStatuses[name={cname}].restartCount",
-                    "value": restarts,
-                }
-            )
-        runs.append(current)
-        if ra >= 1:
-            h.earlier.append(
-                {"type": "field", "object": pod.ref(), "path": f"metadata.labels[{RESTART_ATTEMPT}]", "value": str(ra)}
-            )
+        runs += _runs_of_pod(scope, pod, h)
     runs += _runs_of_deleted_pods(scope, runs)
     for r in runs:
-        ref = scope.snap.logs.get((r.pod.name, r.container, r.previous))
-        if ref is None and not r.previous and r.container == TRAINER_CONTAINER:
-            ref = scope.snap.logs.get((r.pod.name, "node", False))
+        if r.waiting:  # waiting to start again: the log files are the ended instance's (kubelet serves that one)
+            continue
+        ref = scope.snap.logs.get(r.log_key or (r.pod.name, r.container, r.previous))
         if ref is None:
             if r.not_started:
                 continue
@@ -440,16 +406,96 @@ def build_history(scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, L
         else:
             r.log = s
     _place_deleted(runs)
-    _add_structural_evidence(scope, h)
+    _add_structural_evidence(scope, h, runs)
     _group(h, runs)
     _mark_skipped(runs)
     h.unseen = _unseen_attempts(h, runs)
     return h
 
 
+def _status_int(v: Any) -> int | None:
+    """A count from a status field; None when it is missing or not a number (unknown, not 0)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    return int(v) if isinstance(v, str) and v.isdigit() else None
+
+
+def _runs_of_pod(scope: Scope, pod: Obj, h: History) -> list[Run]:
+    """The container instances of one trainer pod that the snapshot shows, from its status and its logs.
+
+    The current instance, and the one before it (`lastState`, `--previous`) when the restart counter says there
+    was one or the bundle keeps its log: a kept previous log proves an earlier instance even when the pod's status
+    is missing or says nothing. A container waiting again after a crash (CrashLoopBackOff) has not started its
+    next instance: the kubelet serves the instance that ended as both its current and its previous log. Instances
+    older than the previous one are known only from the counter (`History.lost_instances`)."""
+    cname = trainer_container_name(pod)
+    ra = _int(pod.labels.get(RESTART_ATTEMPT, pod.annotations.get(RESTART_ATTEMPT)))
+    cs = _container_status(pod, cname)
+    logs = scope.snap.logs
+    prev_key, cur_key = (pod.name, cname, True), (pod.name, cname, False)
+    counted = _status_int(cs.get("restartCount"))
+    restarts = counted or 0
+    kept_previous = prev_key in logs
+    if counted is None and (kept_previous or not _never_ran(pod, cs)):
+        # no restart counter: the instances before the one shown (or before its kept previous log) are unknown
+        h.doubt.append(f"pod {pod.name}: its status shows no restartCount for container {cname}, so whether (and "
+                       "how often) it restarted before is unknown")  # fmt: skip
+    if restarts == 0 and kept_previous:
+        restarts = 1  # at least one instance ran before this one: its log is here
+        first = _first_line(logs[prev_key])
+        h.earlier.append({"type": "log", "pod": pod.name, "container": cname, "previous": True, "line": 1,
+                          "text": first})  # fmt: skip
+    elif restarts > 0:
+        h.earlier.append({"type": "field", "object": pod.ref(), "value": restarts,
+                          "path": f"status.containerStatuses[name={cname}].restartCount"})  # fmt: skip
+    if ra >= 1:
+        h.earlier.append(
+            {"type": "field", "object": pod.ref(), "path": f"metadata.labels[{RESTART_ATTEMPT}]", "value": str(ra)}
+        )
+    state = cs.get("state") if isinstance(cs.get("state"), dict) else {}
+    term = _terminated(state)
+    running = state.get("running") if isinstance(state.get("running"), dict) else {}
+    waiting = state.get("waiting") if isinstance(state.get("waiting"), dict) else None
+    last = _terminated(cs.get("lastState"))
+    out: list[Run] = []
+    if restarts > 0:
+        backoff = waiting is not None and not kept_previous and cur_key in logs
+        out.append(
+            Run(pod, cname, not backoff, ra, restarts - 1, started=str(last.get("startedAt") or ""),
+                finished=str(last.get("finishedAt") or ""), exit_code=last.get("exitCode"),
+                reason=str(last.get("reason") or ""), last_state=True, log_key=cur_key if backoff else None)
+        )  # fmt: skip
+    if waiting is not None and restarts > 0:
+        why = str(waiting.get("reason") or "waiting")
+        msg = str(waiting.get("message") or "").strip()
+        out.append(Run(pod, cname, False, ra, restarts, not_started=True, waiting=why + (f": {msg}" if msg else "")))
+        if why == "CrashLoopBackOff" and not h.crash_loop:
+            h.crash_loop = f"pod {pod.name}: container {cname} waits in CrashLoopBackOff after {restarts} restart(s)"
+    else:
+        out.append(
+            Run(pod, cname, False, ra, restarts,
+                started=str(running.get("startedAt") or term.get("startedAt") or ("" if restarts else pod.created)),
+                finished=str(term.get("finishedAt") or ""), exit_code=term.get("exitCode"),
+                reason=str(term.get("reason") or pod.status.get("reason") or ""), not_started=_never_ran(pod, cs))
+        )  # fmt: skip
+    return out
+
+
+def _first_line(ref: LogRef) -> str:
+    try:
+        head = ref.read_head(4096)
+    except OSError:
+        return ""
+    return head.decode("utf-8", "replace").splitlines()[0].strip()[:200] if head else ""
+
+
 def _mark_skipped(runs: list[Run]) -> None:
-    """A run that says it skipped an incomplete checkpoint (`skipping incomplete checkpoint-300`) proves
-    that the earlier runs' save of that step died half-way: it does not count as a saved step.
+    """A run that says it skipped an incomplete checkpoint (`skipping incomplete checkpoint-300`), or that found
+    the checkpoint it loads incomplete (`…/checkpoint-300/trainer_state.json` missing, a truncated archive: the
+    one it resumed from when the line names none), proves that the earlier runs' save of that step died half-way:
+    it does not count as a saved step.
 
     Earlier runs: those of earlier attempts, and the previous instances of the same attempt's other runs. The
     steps are gathered per attempt first, so every rank printing the line costs one walk, not one per rank."""
@@ -458,11 +504,14 @@ def _mark_skipped(runs: list[Run]) -> None:
         if r.log is None:
             continue
         steps = set()
-        for e in r.log.of("save_skipped"):
+        for e in r.log.of("save_skipped") + r.log.of("partial_checkpoint"):
             step = e.step
             if step is None and e.path:
                 m = re.search(r"(?:checkpoint|ckpt|step|iter)[-_]?0*(\d+)", e.path)
                 step = int(m.group(1)) if m else None
+            if step is None and e.kind == "partial_checkpoint":
+                kind, began, _ev = r.start()
+                step = began if kind == "resumed" else None
             if step is not None:
                 steps.add(step)
         if steps:
@@ -493,6 +542,16 @@ def _mark_skipped(runs: list[Run]) -> None:
             x.__dict__.pop("_save_outcomes", None)
 
 
+def _pod_shape(scope: Scope) -> re.Pattern[str] | None:
+    """The names the JobSet gives this TrainJob's trainer pods: `<trainjob>-<replicated job>-<job index>-
+    <completion index>-<suffix>`."""
+    tj = scope.trainjob
+    if tj is None:
+        return None
+    rjobs = "|".join(re.escape(n) for n in sorted(scope.trainer_job_names()))
+    return re.compile(rf"^{re.escape(tj.name)}-(?P<rjob>{rjobs})-(?P<job>\d+)-(?P<idx>\d+)-[a-z0-9]{{5}}$")
+
+
 def _runs_of_deleted_pods(scope: Scope, kept: list[Run]) -> list[Run]:
     """Runs known from logs left in the bundle for trainer pods that are no longer in it.
 
@@ -501,11 +560,10 @@ def _runs_of_deleted_pods(scope: Scope, kept: list[Run]) -> list[Run]:
     JobSet pods have, `<trainjob>-<replicated job>-<job index>-<completion index>-<suffix>`.
     """
     tj = scope.trainjob
-    if tj is None:
+    shape = _pod_shape(scope)
+    if tj is None or shape is None:
         return []
     names = {r.pod.name for r in kept} | {p.name for p in scope.pods}
-    rjobs = "|".join(re.escape(n) for n in sorted(scope.trainer_job_names()))
-    shape = re.compile(rf"^{re.escape(tj.name)}-(?P<rjob>{rjobs})-(?P<job>\d+)-(?P<idx>\d+)-[a-z0-9]{{5}}$")
     out: list[Run] = []
     with_trainer = {k[0] for k in scope.snap.logs if k[1] == TRAINER_CONTAINER}
     for (pod, container, previous), _ref in sorted(scope.snap.logs.items(), key=lambda kv: kv[0]):
@@ -581,10 +639,13 @@ def _unseen_attempts(h: History, runs: list[Run]) -> list[str]:
     ]
     if not out and h._first_attempt_lost() and not any(r.inferred for r in runs):
         out.append("the attempt before the suspend or preemption: its pods and logs are gone")
-    return out
+    for first, n, why in h.lost_instances:
+        which = f"attempt {first}" if n == 1 else f"attempts {first}-{first + n - 1}"
+        out.append(f"{which} ({why})")
+    return out + h.doubt
 
 
-def _add_structural_evidence(scope: Scope, h: History) -> None:
+def _add_structural_evidence(scope: Scope, h: History, runs: list[Run]) -> None:
     js = scope.jobset
     if js is not None:
         h.jobset_restarts = _int(js.status.get("restarts"))
@@ -593,7 +654,6 @@ def _add_structural_evidence(scope: Scope, h: History) -> None:
                 {"type": "field", "object": js.ref(), "path": "status.restarts", "value": h.jobset_restarts}
             )
     tj = scope.trainjob
-    kueue_managed = tj is not None and (QUEUE_LABEL in tj.labels)
     preempted = False
     for w in scope.workloads:
         for c in w.conditions():
@@ -612,22 +672,20 @@ def _add_structural_evidence(scope: Scope, h: History) -> None:
                 h.interruptions.append(item)
     if tj is not None:
         cond = tj.condition("Suspended")
-        if cond is not None and cond.get("reason") == "Resumed" and (not kueue_managed or preempted):
-            item = {
-                "type": "condition",
-                "object": tj.ref(),
-                "conditionType": "Suspended",
-                "status": str(cond.get("status")),
-                "reason": "Resumed",
-                "message": cond.get("message", ""),
-                "time": cond.get("lastTransitionTime", ""),
-            }
-            h.earlier.append(_strip_time(item))
-            h.interruptions.append(item)
+        if cond is not None and cond.get("reason") == "Resumed":
+            _judge_resume(scope, h, runs, cond, preempted)
     for ev in scope.events:
         f = event_fields(ev)
         if f["reason"] in ("RestartJobSetFailurePolicyAction", "Preempted", "Evicted", "SuspendedJobs"):
             item = {**event_ev(f), "time": f["lastTimestamp"]}
+            if f["reason"] == "SuspendedJobs":
+                # a JobSet suspended at creation (Kueue, staged jobs) says so too: an interruption only after a run
+                proof = _ran_before(scope, runs, f["lastTimestamp"])
+                if not proof:
+                    continue
+                h.earlier += [_strip_time(item), *proof[:1]]
+                h.interruptions.append(item)
+                continue
             h.earlier.append(_strip_time(item))
             if f["reason"] != "RestartJobSetFailurePolicyAction":
                 h.interruptions.append(item)
@@ -635,6 +693,126 @@ def _add_structural_evidence(scope: Scope, h: History) -> None:
         if p.status.get("reason") == "Evicted":
             item = {"type": "field", "object": p.ref(), "path": "status.reason", "value": "Evicted"}
             h.interruptions.append(item)
+
+
+# events that show a trainer pod existed (was created, scheduled, started, stopped) at their time
+_POD_RAN = frozenset({
+    "Scheduled", "Pulling", "Pulled", "Created", "Started", "Killing", "BackOff", "Preempting", "Evicted", "Preempted",
+    "FailedMount", "FailedAttachVolume", "SuccessfulAttachVolume",
+})  # fmt: skip
+_JOB_RAN = frozenset({"SuccessfulCreate", "SuccessfulDelete"})  # the Job controller made or removed a pod
+
+
+def _ran_before(scope: Scope, runs: list[Run], when: str) -> list[dict[str, Any]]:
+    """Evidence that a trainer pod of this TrainJob existed before `when` (RFC 3339): a pod created or a run
+    started before it, a kept log of a pod that is gone, an event of a trainer pod or Job dated before it.
+    Empty when nothing in the snapshot shows one (which is not proof that nothing ran)."""
+    out: list[dict[str, Any]] = []
+    if not when:
+        return [_log_ev_of(r) for r in runs if r.inferred and r.log is not None][:1]
+    for r in runs:
+        t = r.started if r.inferred else (r.pod.created or r.started)
+        if r.inferred and not t and r.log is not None:
+            out.append(_log_ev_of(r))  # a pod that is gone, its time unknown: it ran, most likely before
+        elif t and t < when:
+            if r.inferred:
+                out.append(_log_ev_of(r))
+            else:
+                out.append({"type": "field", "object": r.pod.ref(), "path": "metadata.creationTimestamp",
+                            "value": r.pod.created or r.started})  # fmt: skip
+        if out:
+            return out
+    pods = {p.name for p in scope.trainer_pods()}
+    jobs = {j.name for j in scope.jobs}
+    shape = _pod_shape(scope)
+    for ev in scope.snap.of_kind("Event"):
+        f = event_fields(ev)
+        first = str(ev.raw.get("firstTimestamp") or ev.raw.get("eventTime") or f["lastTimestamp"] or "")
+        if not first or first >= when:
+            continue
+        kind, name = f["involvedKind"], f["involvedName"]
+        ns = f["object"].split("/")[1] if f["object"].count("/") >= 2 else ""
+        if scope.namespace and ns and ns != scope.namespace:
+            continue
+        mine_pod = kind == "Pod" and (name in pods or (shape is not None and shape.match(name) is not None))
+        if (mine_pod and f["reason"] in _POD_RAN) or (kind == "Job" and name in jobs and f["reason"] in _JOB_RAN):
+            out.append(event_ev(f))
+            return out
+    return out
+
+
+def _log_ev_of(r: Run) -> dict[str, Any]:
+    first = r.log.events[0] if r.log is not None and r.log.events else None
+    ev = {"type": "log", "pod": r.pod.name, "container": r.container, "previous": r.previous}
+    if first is not None:
+        ev.update(line=first.line, text=first.text)
+    return ev
+
+
+def _first_start_shown(scope: Scope, preempted: bool) -> str:
+    """What shows that the TrainJob's resume was its first start (Kueue admitting it, a JobSet created suspended),
+    or ""."""
+    tj = scope.trainjob
+    if preempted:
+        return ""
+    for w in scope.workloads:
+        admitted = any(c.get("type") in ("Admitted", "QuotaReserved") and str(c.get("status")) == "True"
+                       for c in w.conditions())  # fmt: skip
+        if admitted and not w.status.get("requeueState"):
+            return f"{w.ref()} was admitted once and never evicted: the resume was its admission"
+    if tj is not None and QUEUE_LABEL in tj.labels:
+        return f"the TrainJob is queued by Kueue ({QUEUE_LABEL}): Kueue creates it suspended, resumes it on admission"
+    js = scope.jobset
+    if js is not None and js.created:
+        suspends = [event_fields(e) for e in scope.events if event_fields(e)["reason"] == "SuspendedJobs"]
+        if len(suspends) == 1 and suspends[0]["count"] == 1:
+            t = str(suspends[0]["lastTimestamp"])
+            if t and _seconds(js.created, t) is not None and 0 <= (_seconds(js.created, t) or 0) <= 60:
+                return f"the JobSet was suspended once, at its creation ({t}), and resumed: nothing ran before"
+    return ""
+
+
+def _seconds(a: str, b: str) -> float | None:
+    """b - a in seconds, for RFC 3339 times; None when either is not a time."""
+    from datetime import datetime
+
+    try:
+        ta = datetime.fromisoformat(a.replace("Z", "+00:00"))
+        tb = datetime.fromisoformat(b.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (tb - ta).total_seconds()
+
+
+def _judge_resume(scope: Scope, h: History, runs: list[Run], cond: dict[str, Any], preempted: bool) -> None:
+    """A TrainJob resumed (`Suspended=False, reason=Resumed`) was interrupted only if something ran before the
+    resume (contracts.md §6): Kueue creates every TrainJob it manages suspended and resumes it on admission, and
+    teams stage jobs the same way. With a run shown before it, the resume is an earlier attempt's end; with the
+    first start shown, nothing; with neither, whether an attempt came before is unknown (`History.doubt`)."""
+    tj = scope.trainjob
+    assert tj is not None
+    when = str(cond.get("lastTransitionTime") or "")
+    item = {
+        "type": "condition",
+        "object": tj.ref(),
+        "conditionType": "Suspended",
+        "status": str(cond.get("status")),
+        "reason": "Resumed",
+        "message": cond.get("message", ""),
+        "time": when,
+    }
+    proof = _ran_before(scope, runs, when)
+    if proof or preempted:
+        h.earlier += [_strip_time(item), *proof[:1]]
+        h.interruptions.append(item)
+        return
+    if _first_start_shown(scope, preempted):
+        return
+    at = f" at {when}" if when else ""
+    h.doubt.append(
+        f"the TrainJob was resumed{at}, and nothing in the snapshot shows whether an attempt ran before that "
+        "(no pod, log or event from before it; no Workload with its admission history)"
+    )
 
 
 def _strip_time(item: dict[str, Any]) -> dict[str, Any]:
@@ -646,7 +824,7 @@ def _group(h: History, runs: list[Run]) -> None:
     # generation: successive pods for the same (restart attempt, completion index)
     seen: dict[tuple[int, str], int] = {}
     for r in runs:
-        if r.previous:
+        if r.previous or r.last_state:
             continue
         idx = str(r.pod.labels.get(COMPLETION_INDEX, r.pod.annotations.get(COMPLETION_INDEX, r.pod.name)))
         key = (r.restart_attempt, idx)
@@ -654,34 +832,41 @@ def _group(h: History, runs: list[Run]) -> None:
         seen[key] = r.generation
     current = {}  # a previous run's twin (the current run of its pod), by pod: one walk, not one per run
     for r in runs:
-        if not r.previous:
+        if not (r.previous or r.last_state):
             current.setdefault(id(r.pod), r)
     for r in runs:
-        if r.previous:
+        if r.previous or r.last_state:
             twin = current.get(id(r.pod))
             r.generation = twin.generation if twin else 0
     groups: dict[tuple[int, int, int], list[Run]] = {}
     for r in runs:
         groups.setdefault((r.restart_attempt, r.generation, r.instance), []).append(r)
+    # number attempts as a person counts them: attempts whose pods are gone still count, and so do the container
+    # instances a restart counter shows before the oldest one seen (instance k of a pod is its k-th restart)
+    lost = 0
+    keys = sorted(groups)
+    if keys:
+        first = groups[keys[0]][0]
+        lost = first.restart_attempt if first.restart_attempt > 0 else int(h._lost_before(groups[keys[0]]))
+    number = lost
     prev_key: tuple[int, int, int] | None = None
-    for i, key in enumerate(sorted(groups)):
+    for key in keys:
+        same_pods = prev_key is not None and key[:2] == prev_key[:2]
+        gap = key[2] - (prev_key[2] + 1 if same_pods and prev_key is not None else 0)
+        if gap > 0 and (same_pods or key[1] == 0):
+            pod = min(groups[key], key=lambda r: r.pod.name).pod.name
+            why = f"pod {pod} restarted its container {key[2]} time(s) before the instance whose log is here"
+            h.lost_instances.append((number, gap, why + "; the earlier instances' logs are gone"))
+            number += gap
         if prev_key is None:
             how = "initial" if key == (0, 0, 0) else _how(key, (0, 0, 0), h)
         else:
             how = _how(key, prev_key, h)
         for r in groups[key]:
-            r.attempt = i
-        h.attempts.append(Attempt(i, groups[key], how))
+            r.attempt = number
+        h.attempts.append(Attempt(number, groups[key], how))
         prev_key = key
-    # number attempts as a person counts them: attempts whose pods are gone still count
-    lost = 0
-    if h.attempts:
-        first = h.attempts[0].runs[0]
-        lost = first.restart_attempt if first.restart_attempt > 0 else int(h._first_attempt_lost())
-    for a in h.attempts:
-        a.index += lost
-        for r in a.runs:
-            r.attempt += lost
+        number += 1
 
 
 def _how(key: tuple[int, int, int], prev: tuple[int, int, int], h: History) -> str:

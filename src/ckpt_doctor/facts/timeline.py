@@ -147,14 +147,20 @@ class AttemptFact:
     points: list[Point]
     log: tuple[str, str, bool] | None  # the attempt's main log (rank 0 when it has one)
     evidence: list[dict[str, Any]] = field(default_factory=list)  # what proves a lost attempt happened
+    span: int = 1  # how many attempts it stands for: container instances known only from a restart counter
+    resume_failed: str = ""  # the line that shows its resume failed to load the checkpoint it named
 
     @property
     def label(self) -> str:
-        return f"attempt {self.index}" if self.index is not None else "an earlier attempt"
+        if self.index is None:
+            return "an earlier attempt" if self.span == 1 else f"{self.span} earlier attempts"
+        return f"attempt {self.index}" if self.span == 1 else f"attempts {self.index}-{self.index + self.span - 1}"
 
     @property
     def short(self) -> str:
-        return f"a{self.index}" if self.index is not None else "a?"
+        if self.index is None:
+            return "a?"
+        return f"a{self.index}" if self.span == 1 else f"a{self.index}-{self.index + self.span - 1}"
 
     @property
     def newest_save(self) -> int | None:
@@ -198,6 +204,26 @@ class Timeline:
     collected_at: str
     notes: list[str] = field(default_factory=list)
     unseen: str | None = None  # why attempts may be missing from it (the pods were not collected), or None
+    doubt: list[str] = field(default_factory=list)  # why an attempt may have come before the first one shown
+    crash_loop: str = ""  # what shows the trainer container crash-looping, or ""
+
+    @property
+    def count(self) -> int:
+        """How many attempts there were (a group of lost container instances counts as each of them)."""
+        return sum(a.span for a in self.attempts)
+
+    @property
+    def interruption_count(self) -> int:
+        return len(self.interruptions) + sum(a.span - 1 for a in self.attempts)
+
+    @property
+    def bounds(self) -> list[str]:
+        """Why the totals are lower bounds: attempts not seen, or an interruption whose cost is not known."""
+        out = [i.unknown for i in self.interruptions if i.unknown]
+        out += [f"{a.label}: {a.inferred}" for a in self.attempts if a.span > 1]
+        if self.unseen:
+            out.append(self.unseen)
+        return list(dict.fromkeys(out + self.doubt))
 
     @property
     def steps_lost(self) -> int | None:
@@ -210,7 +236,12 @@ class Timeline:
     def lost_complete(self) -> bool:
         """Every interruption's loss is known, and every attempt could be seen (else `steps_lost` is a
         lower bound)."""
-        return not self.unseen and all(i.steps_lost is not None for i in self.interruptions)
+        return (
+            not self.unseen
+            and not self.doubt
+            and all(a.span == 1 for a in self.attempts)
+            and all(i.steps_lost is not None for i in self.interruptions)
+        )
 
     @property
     def gpu_hours_lost(self) -> float | None:
@@ -331,9 +362,12 @@ def build_timeline(facts: Facts) -> Timeline:
     _gpus_for_inferred(facts, attempts)
     interruptions = _interruptions(attempts, collected)
     notes = _notes(attempts)
+    if h.crash_loop:
+        notes.append(f"crash-looping: {h.crash_loop}")
+    notes += [f"maybe an attempt before the first one shown: {d}" for d in h.doubt]
     pods = sc.snap.coverage.kind("Pod")  # no pod list seen: attempts may be missing, not absent
     unseen = f"pods not collected: {pods.reason}" if pods.unknown else None
-    return Timeline(attempts, interruptions, collected, notes, unseen)
+    return Timeline(attempts, interruptions, collected, notes, unseen, list(h.doubt), h.crash_loop)
 
 
 @dataclass
@@ -344,6 +378,7 @@ class _Item:
     text: str
     at: float | None
     evidence: dict[str, Any]
+    resume: bool = False  # a resume condition: it marks when an attempt began, so only ends an attempt before it
 
 
 def _structural_items(facts: Facts) -> list[_Item]:
@@ -367,7 +402,9 @@ def _structural_items(facts: Facts) -> list[_Item]:
             if ctype == "Suspended" and obj is tj and (status == "True" or reason == "Resumed"):
                 what = "preempted" if kueue and any(i.kind == "preempted" for i in out) else "suspended"
                 text = "the TrainJob was suspended" + (" and resumed" if reason == "Resumed" else "")
-                out.append(_Item(what, text, at, _cond_ev(obj, c)))
+                if reason == "Resumed" and not facts.history.interruptions:
+                    continue  # nothing shows a run before the resume: it started the first attempt (§6)
+                out.append(_Item(what, text, at, _cond_ev(obj, c), resume=reason == "Resumed"))
             elif ctype == "Failed" and status == "True":
                 if reason == "ReachedMaxRestarts":
                     out.append(_Item("then:restarts-exhausted", f"{obj.kind} failed: restarts exhausted "
@@ -570,6 +607,11 @@ def _attempt_fact(facts: Facts, h: History, a: Attempt, pos: int, collected: str
         log=(r.pod.name, r.container, r.previous) if r.log is not None else None,
     )
     fact.end = _ending(facts, a, r, fact, running, items, h, pos)
+    if kind == "resumed":
+        logs = [x.log for x in a.runs if x.log is not None]
+        bad = [e for lg in logs for e in lg.of("partial_checkpoint") + lg.of("resume_error")]
+        if bad:
+            fact.resume_failed = bad[0].text.strip()
     return fact
 
 
@@ -594,6 +636,10 @@ def _ending(
     facts: Facts, a: Attempt, r: Run, fact: AttemptFact, running: bool, items: list[_Item], h: History, pos: int
 ) -> Ending:
     if a.runs and all(x.not_started for x in a.runs):
+        again = next((x.waiting for x in a.runs if x.waiting), "")
+        if again:
+            return Ending("pending", f"waiting to start again after the instance before ended ({again})",
+                          reason=again.split(":", 1)[0])  # fmt: skip
         why = _waiting_reason(a.runs)
         return Ending("pending", f"not started yet ({why})" if why else "not started yet")
     if running:
@@ -718,13 +764,17 @@ def _window_items(items: list[_Item], fact: AttemptFact, pos: int, h: History, f
         known = [t for t in starts if t is not None]
         t1 = min(known) if known else None
     out = []
+    # clocks may differ a little, but what came before an attempt started cannot have ended it: the slack below
+    # its start is only for the first attempt, and never for a resume (which starts an attempt)
+    low = None if t0 is None else (t0 - SLACK if pos == 0 else t0)
     for i in items:
         if i.at is None:
             # a timeless item speaks of the last attempt only (a terminal condition, a kept pod's state)
             if nxt is None:
                 out.append(i)
             continue
-        if (t0 is None or i.at >= t0 - SLACK) and (t1 is None or i.at < t1):
+        floor = t0 if (i.resume and t0 is not None) else low
+        if (floor is None or i.at >= floor) and (t1 is None or i.at < t1):
             out.append(i)
     return out
 
@@ -765,12 +815,22 @@ def _with_lost_attempts(facts: Facts, h: History, seen: list[AttemptFact]) -> li
         first = seen[0].index if seen else None
         index = first - 1 if first is not None and first >= 1 and (first - 1) not in taken else None
         lost.append((-1, _lost_fact(index, "initial", f"its pods and logs are gone; known from {known_from}", h)))
-    if not lost:
-        return seen
-    # in restart-attempt order: a lost attempt goes before the seen attempts of a higher restart-attempt
-    keyed = [((_ra_of(h, a) if _ra_of(h, a) is not None else 1 << 20), 1, i, a) for i, a in enumerate(seen)]
-    keyed += [(ra, 0, i, a) for i, (ra, a) in enumerate(lost)]
-    return [a for *_k, a in sorted(keyed, key=lambda k: k[:3])]
+    out = seen
+    if lost:
+        # in restart-attempt order: a lost attempt goes before the seen attempts of a higher restart-attempt
+        keyed = [((_ra_of(h, a) if _ra_of(h, a) is not None else 1 << 20), 1, i, a) for i, a in enumerate(seen)]
+        keyed += [(ra, 0, i, a) for i, (ra, a) in enumerate(lost)]
+        out = [a for *_k, a in sorted(keyed, key=lambda k: k[:3])]
+    # container instances a restart counter shows before the oldest one seen: one row for all of them
+    for first, n, why in h.lost_instances:
+        fact = _lost_fact(first, "container-restart" if first else "initial", why + " (known from restartCount)", h)
+        fact.span = n
+        fact.end = Ending("unknown", "not in the snapshot: their logs are gone", then="container-restart",
+                          then_text=NEXT_HOW["container-restart"])  # fmt: skip
+        fact.evidence = [e for e in h.earlier if "restartCount" in str(e.get("path"))][:1]
+        at = next((k for k, a in enumerate(out) if a.index is not None and a.index >= first + n), len(out))
+        out = [*out[:at], fact, *out[at:]]
+    return out
 
 
 def _lost_before_first(h: History) -> bool:
@@ -1015,8 +1075,11 @@ def _steps_lost(prev: AttemptFact, nxt: AttemptFact) -> tuple[int | None, str]:
     if nxt.start == "pending":
         return None, f"{nxt.label} has not started yet"
     if prev.last_step is None:
-        why = "its pods and logs are gone" if prev.inferred or prev.index is None else "its log shows no step"
+        gone = "their logs are gone" if prev.span > 1 else "its pods and logs are gone"
+        why = gone if prev.inferred or prev.index is None else "its log shows no step"
         return None, f"how far {prev.label} got is not known ({why})"
+    if nxt.resume_failed:
+        return None, f"{nxt.label} failed to load step {nxt.start_step}'s checkpoint: where training goes on is unknown"
     if nxt.start_step is None:
         why = "its log does not say" if nxt.log is not None else "its log is not in the snapshot"
         return None, f"where {nxt.label} began is not known ({why})"

@@ -14,6 +14,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
 from ckpt_doctor.engine.model import Finding
+from ckpt_doctor.facts.exec_advice import exec_obstacle
 from ckpt_doctor.facts.overrides import find_trainer_job
 from ckpt_doctor.facts.versions import TrainerVersion
 from ckpt_doctor.fix.yamledit import (
@@ -377,16 +378,11 @@ def exec_trainer(text: str, subject: dict[str, Any], finding: Finding, version: 
         raise NotMechanical("no command that starts training was found in the script")
     if cmd.exec_:
         return None
-    if cmd.inner is not None or cmd.substitution:
-        raise NotMechanical("the trainer runs inside a nested shell: exec it there by hand")
-    if cmd.pipeline:
-        raise NotMechanical("the trainer runs in a pipeline (`… | tee`): redirect its output instead, then exec it")
-    if cmd.background:
-        raise NotMechanical("the trainer runs in the background (`&`): run it in the foreground with exec")
-    if cmd.assigns:
-        raise NotMechanical("the trainer command starts with a variable assignment: export it first, then exec")
-    if cmd.within:  # after `&&` is fine (`cd x && exec python …`); inside if/for/a function is not
-        raise NotMechanical(f"the trainer runs inside `{cmd.within[-1]}`: exec it there by hand")
+    # a nested shell, a pipeline, `&`, an assignment, or inside if/for/a function (after `&&` is fine): the
+    # same words as the finding's fix (facts/exec_advice.py)
+    obstacle = exec_obstacle(cmd)
+    if obstacle:
+        raise NotMechanical(obstacle)
     last = prog.last_command()
     if last is not cmd:
         shown = (last.text if last is not None else "the end of the script")[:60]

@@ -66,7 +66,14 @@ def _cells(o: JobOutcome) -> list[str]:
     r = o.row
     if r is None:
         return [o.namespace, o.name, "?", "?", "?", f"could not be diagnosed: {o.error}", ""]
-    return [r.namespace, r.name, r.state, str(r.attempts), r.lost.text(), _worst(r), _cause(r)]
+    return [r.namespace, r.name, r.state, str(r.attempts), lost_cell(r.lost), _worst(r), _cause(r)]
+
+
+def lost_cell(lost: Lost) -> str:
+    """Steps lost in a table cell, with its bound: `70`, `≥70`, `0 (+?)` (none seen, not all measured), `?`."""
+    if lost.steps == 0 and lost.partial:
+        return "0 (+?)"
+    return lost.text()
 
 
 def _worst(r: JobSummary) -> str:

@@ -21,7 +21,8 @@ from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.timeline import epoch, timeline_of
 from ckpt_doctor.scope import Scope, claim_names, runtime_ref
 
-STATES = ("running", "pending", "suspended", "complete", "failed", "idle", "unknown")
+# crashlooping: a trainer container waits in CrashLoopBackOff (its pod is Running, its trainer is not)
+STATES = ("running", "crashlooping", "pending", "suspended", "complete", "failed", "idle", "unknown")
 # how the latest attempt began (a StateSet): resumed from its newest checkpoint; from an older one; from
 # step 0 although an earlier attempt had trained; no resume to judge (the first start, or a restart with
 # nothing trained before it); unknown (its start could not be read or judged)
@@ -115,8 +116,8 @@ def summarize(diag: Diagnosis) -> JobSummary:
         name=tj.name,
         uid=tj.uid or "",
         runtime=f"{rkind}/{rname}" if rname else "",
-        state=job_state(sc),
-        attempts=max(attempt_count(sc, h), len(tl.attempts)),
+        state=_state(sc, h),
+        attempts=max(attempt_count(sc, h), tl.count),
         lost=lost_steps(facts),
         resume_status=resume_status(diag, h),
         last_checkpoint_step=last_step,
@@ -154,6 +155,12 @@ def job_state(sc: Scope) -> str:
     if "Pending" in phases:
         return "pending"
     return "unknown" if sc.snap.coverage.kind("Pod").unknown else "idle"
+
+
+def _state(sc: Scope, h: History) -> str:
+    """job_state, with a crash loop said as such (the attempts timeline's words)."""
+    state = job_state(sc)
+    return "crashlooping" if h.crash_loop and state in ("running", "pending") else state
 
 
 def attempt_count(sc: Scope, h: History) -> int:

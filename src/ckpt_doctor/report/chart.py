@@ -190,13 +190,15 @@ def render_svg(data: ChartData) -> str:
     )
     chart.add(
         "interrupted",
-        [{"value": (_dt(t), step), "label": cause} for t, step, cause in data.cuts],
+        [{"value": (_dt(t), step), "label": ""} for t, step, _cause in data.cuts],
         stroke=False,
         show_dots=True,
         dots_size=5,
     )
     cliff: list[Any] = []
+    anchors: list[tuple[int, str, int]] = []  # per dot of the rewind series: (its place among the dots, label, rank)
     lift = _ymax(data) * 0.1  # a label near the x-axis would sit on its tick labels
+    dots = 0
     for d in data.drops:
         top = d.from_step if d.from_step is not None else d.to_step
         bottom = d.to_step if d.to_step is not None else top
@@ -204,12 +206,140 @@ def render_svg(data: ChartData) -> str:
             continue
         lifted = top < lift or d.from_step is None
         if d.from_step is not None and d.to_step is not None:  # the cliff: from where it got to where it began
-            cliff += [{"value": (_dt(d.t), top), "label": "" if lifted else d.label}]
+            cliff += [{"value": (_dt(d.t), top), "label": ""}]
+            if not lifted:
+                anchors.append((dots, d.label, 0))
+            dots += 1
         cliff += [{"value": (_dt(d.t), bottom), "label": ""}, None]
+        if d.to_step is None and not lifted:  # the next attempt has not begun: its one point carries the label
+            anchors.append((dots, d.label, 0))
+        dots += 1
         if lifted:  # how far the attempt before got is not known, or the label would sit on the axis
-            cliff += [{"value": (_dt(d.t), max(top, lift)), "label": d.label, "node": {"r": 0}}, None]
+            cliff += [{"value": (_dt(d.t), max(top, lift)), "label": "", "node": {"r": 0}}, None]
+            anchors.append((dots, d.label, 0))
+            dots += 1
     chart.add("rewind", cliff, stroke_style={"width": 3, "dasharray": "6, 3"}, show_dots=True, dots_size=2)
-    return chart.render(is_unicode=True)
+    n = len(data.series)
+    labels = [(n + 2, i, text, 0) for i, text, _r in anchors]  # the rewinds first: they carry the figures
+    labels += [(n + 1, i, cause, 1) for i, (_t, _s, cause) in enumerate(data.cuts)]
+    unplaced: list[str] = []
+    chart.add_xml_filter(lambda root: _label_filter(root, labels, unplaced))
+    svg = chart.render(is_unicode=True)
+    lost = [x for x in unplaced if "→" in x]
+    if lost:
+        data.notes.append(f"{len(lost)} rewind label(s) left out of the chart for want of room: {'; '.join(lost)}")
+    return svg
+
+
+# -- labels: placed by us, so that none overlaps another or leaves the plot -------------------------------
+LABEL_SIZE = 12  # px
+CHAR_W = 0.62 * LABEL_SIZE  # DejaVu Sans averages ~0.55 em; the arrows are wider: a width never too small
+LINE_H = LABEL_SIZE + 3
+
+
+def label_box(x: float, y: float, text: str) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of a label drawn with its baseline at y, starting at x (text-anchor start)."""
+    return (x, y - LABEL_SIZE, x + CHAR_W * len(text), y + 3)
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float], gap: float = 1.0) -> bool:
+    return a[0] < b[2] + gap and b[0] < a[2] + gap and a[1] < b[3] + gap and b[1] < a[3] + gap
+
+
+def place_labels(
+    anchors: list[tuple[float, float, str]],
+    width: float,
+    height: float,
+    obstacles: list[tuple[float, float]] = (),  # type: ignore[assignment]
+) -> list[tuple[float, float] | None]:
+    """Where to draw each label (its start and baseline) near its anchor point, inside width × height, clear
+    of every label placed before it and of the chart's dots (`obstacles`); None when there is no such place.
+    Tried in order: right of the point, left of it, above, below, then rows further above and below, slid
+    along to stay inside."""
+    placed: list[tuple[float, float, float, float]] = [(x - 4, y - 4, x + 4, y + 4) for x, y in obstacles]
+    out: list[tuple[float, float] | None] = []
+    for ax, ay, text in anchors:
+        w = CHAR_W * len(text)
+        tries = [(ax + 6, ay + 4), (ax - 6 - w, ay + 4), (ax - w / 2, ay - 8), (ax - w / 2, ay + LINE_H + 6)]
+        for k in range(1, 12):
+            tries += [(ax - w / 2, ay - 8 - k * LINE_H), (ax - w / 2, ay + LINE_H + 6 + k * LINE_H)]
+        got = None
+        for x, y in tries:
+            x = round(min(max(x, 0.0), width - w), 1)  # slid back inside the plot (and as the SVG will say it)
+            y = round(y, 1)
+            box = label_box(x, y, text)
+            if x < 0 or box[1] < 0 or box[3] > height:
+                continue
+            if not any(_overlap(box, b) for b in placed):
+                got = (x, y)
+                placed.append(box)
+                break
+        out.append(got)
+    return out
+
+
+def _merge_repeats(wanted: list[tuple[float, float, str, int]]) -> list[tuple[float, float, str, int]]:
+    """The same label at points a few pixels apart (a crash loop's rewinds, its `crash` marks) is said once,
+    with how many times: `↓ 402 → 400, 2 steps lost ×3`."""
+    out: list[tuple[float, float, str, int]] = []
+    counts: list[int] = []
+    for x, y, text, rank in wanted:
+        near = next((k for k, (ox, oy, ot, _r) in enumerate(out) if ot == text and abs(ox - x) < 40 and
+                     abs(oy - y) < 8), None)  # fmt: skip
+        if near is None:
+            out.append((x, y, text, rank))
+            counts.append(1)
+        else:
+            counts[near] += 1
+    return [(x, y, f"{t} ×{n}" if n > 1 else t, r) for (x, y, t, r), n in zip(out, counts, strict=True)]
+
+
+def _label_filter(root: Any, labels: list[tuple[int, int, str, int]], unplaced: list[str]) -> Any:
+    """Draw `labels` ((series index, dot index in it, text, rank)) at the dots pygal drew, placed by
+    `place_labels` in the plot's own coordinates."""
+    from pygal.etree import etree
+
+    def cls(el: Any) -> list[str]:
+        return str(el.get("class") or "").split()
+
+    plot = next((g for g in root.iter() if str(g.tag).endswith("g") and cls(g) == ["plot"]), None)
+    if plot is None:
+        unplaced += [t for _s, _i, t, _r in labels]
+        return root
+    bg = next((r for r in plot.iter() if str(r.tag).endswith("rect") and "background" in cls(r)), None)
+    width = float(bg.get("width")) if bg is not None else WIDTH
+    height = float(bg.get("height")) if bg is not None else HEIGHT
+    dots: dict[int, list[tuple[float, float]]] = {}
+    for g in root.iter():
+        c = cls(g)
+        if not str(g.tag).endswith("g") or "series" not in c:
+            continue
+        idx = next((int(x.split("-")[1]) for x in c if x.startswith("serie-")), None)
+        if idx is None:
+            continue
+        for circle in g.iter():
+            if str(circle.tag).endswith("circle"):
+                dots.setdefault(idx, []).append((float(circle.get("cx")), float(circle.get("cy"))))
+    wanted = []
+    for series, i, text, rank in sorted(labels, key=lambda x: (x[3], x[0], x[1])):
+        pts = dots.get(series, [])
+        if text and i < len(pts):
+            wanted.append((pts[i][0], pts[i][1], text, rank))
+    wanted = _merge_repeats(wanted)
+    every_dot = [pt for pts in dots.values() for pt in pts]
+    where = place_labels([(x, y, t) for x, y, t, _r in wanted], width, height, every_dot)
+    layer = etree.SubElement(root, "g", {"transform": plot.get("transform") or "", "class": "plot labels"})
+    for (_x, _y, text, rank), got in zip(wanted, where, strict=True):
+        if got is None:
+            unplaced.append(text)
+            continue
+        el = etree.SubElement(layer, "text", {
+            "x": f"{got[0]:.1f}", "y": f"{got[1]:.1f}", "class": "label",
+            "style": f"font-size:{LABEL_SIZE}px;font-family:{FONT};fill:{CUT_COLOR if rank == 0 else SAVE_COLOR};"
+                     "paint-order:stroke;stroke:#ffffff;stroke-width:3px;stroke-linejoin:round",
+        })  # fmt: skip
+        el.text = text
+    return root
 
 
 def _ymax(data: ChartData) -> int:

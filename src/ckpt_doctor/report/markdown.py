@@ -5,28 +5,25 @@ from __future__ import annotations
 from ckpt_doctor.engine.model import Finding
 from ckpt_doctor.engine.walk import Diagnosis
 from ckpt_doctor.report.evidence import describe
-
-
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
+from ckpt_doctor.report.mdtext import cell, code, text
 
 
 def _finding(f: Finding, level: str = "###") -> list[str]:
     lines = [
-        f"{level} {f.rule.title}",
+        f"{level} {text(f.rule.title)}",
         "",
         f"`{f.rule.id}` · {f.rule.kind} · **{f.rule.severity}**"
         + (f" · {f.result.confidence} confidence" if f.status == "fail" else ""),
         "",
     ]
     if f.result.detail:
-        lines += [f.result.detail, ""]
-    lines += [f.rule.explanation, ""]
+        lines += [text(f.result.detail), ""]
+    lines += [text(f.rule.explanation), ""]
     if f.result.evidence:
         lines.append("Evidence:")
-        lines += [f"- `{_md_escape(describe(ev))}`" for ev in f.result.evidence]
+        lines += [f"- {code(describe(ev))}" for ev in f.result.evidence]
         lines.append("")
-    lines += [f"**Fix:** {f.result.fix or f.rule.fix}", ""]
+    lines += [f"**Fix:** {text(f.result.fix or f.rule.fix)}", ""]
     return lines
 
 
@@ -68,10 +65,10 @@ def render(diag: Diagnosis) -> str:
     ne = diag.not_evaluated()
     if ne:
         lines += ["## Not evaluated", "", "| rule | why |", "|---|---|"]
-        lines += [f"| `{n.rule.id}` | {_md_escape(n.result.reason or '')} |" for n in ne]
+        lines += [f"| `{n.rule.id}` | {cell(n.result.reason or '')} |" for n in ne]
         lines.append("")
     if f.scope.snap.not_collected:
         lines += ["## Notes" if f.mode == "lint" else "## Not collected", ""]
-        lines += [f"- {g.what}: {g.reason}" for g in f.scope.snap.not_collected]
+        lines += [f"- {text(g.what)}: {text(g.reason)}" for g in f.scope.snap.not_collected]
         lines.append("")
     return "\n".join(lines)

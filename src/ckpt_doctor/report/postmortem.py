@@ -84,7 +84,27 @@ def build(diag: Diagnosis, redactor: Redactor) -> dict[str, Any]:
     before = redactor.count
     doc = redactor.obj(doc)
     doc["redactions"] = redactor.count - before + int(snap.meta.get("redactions") or 0)
+    doc["reproduce"] = [{**r, "command": _grep_before_redaction(r["command"])} for r in doc["reproduce"]]
     return doc
+
+
+def _grep_before_redaction(command: str) -> str:
+    """A grep for a line the redactor changed would match nothing: grep for the part before the marker (or
+    drop the grep when nothing is left)."""
+    import shlex
+
+    from ckpt_doctor.report.reproduce import GREP
+    from ckpt_doctor.sources.redact import MARK
+
+    head, sep, quoted = command.partition(GREP)
+    if not sep or MARK not in quoted:
+        return command
+    try:
+        [pattern] = shlex.split(quoted)
+    except ValueError:
+        return head
+    kept = pattern.split(MARK, 1)[0]
+    return f"{head}{GREP}{shlex.quote(kept)}" if kept.strip() else head
 
 
 def _source(diag: Diagnosis) -> str:
@@ -122,22 +142,34 @@ def _summary(diag: Diagnosis, tl: Timeline) -> dict[str, Any]:
 
 
 def cost_sentence(tl: Timeline) -> str:
-    """What the interruptions cost, in one sentence (unknowns said as such)."""
+    """What the interruptions cost, in one sentence: a figure is exact, or a lower bound with what it leaves out,
+    or unknown with why (never `at least 0`)."""
+    crash = f"; {crash_loop_text(tl)}" if tl.crash_loop else ""
     if not tl.attempts:
         return "no attempt ran: nothing was lost"
-    if not tl.interruptions:
+    if not tl.interruptions and tl.count == 1:
         a = tl.attempts[-1]
+        if tl.doubt:
+            return f"no interruption is seen, but whether one came before {a.label} is unknown ({tl.doubt[0]})."
         if a.start == "pending":
             return "no training step ran yet: nothing was lost, but nothing trained"
+        if tl.unseen:
+            return f"no interruption is seen, but attempts may be missing ({tl.unseen})."
         return "no attempt was interrupted and resumed: no step was redone"
     lost = tl.steps_lost
     parts = []
+    bounds = tl.bounds
     if lost is None:
-        why = next((i.unknown for i in tl.interruptions if i.unknown), "")
+        why = bounds[0] if bounds else "no interruption's cost could be told"
         parts.append(f"the steps lost are not known: {why}")
+    elif tl.lost_complete:
+        parts.append(f"{lost} training step{'s' if lost != 1 else ''} redone")
+    elif lost == 0:
+        parts.append(f"no step redone that the snapshot shows, but that is not all of it: {'; '.join(bounds[:2])}")
     else:
-        at_least = "" if tl.lost_complete else "at least "
-        parts.append(f"{at_least}{lost} training step{'s' if lost != 1 else ''} redone")
+        parts.append(f"at least {lost} training step{'s' if lost != 1 else ''} redone (more is not known: "
+                     f"{'; '.join(bounds[:2])})")  # fmt: skip
+    if lost is not None:
         extra = []
         redo = [i.redo_seconds for i in tl.interruptions if i.redo_seconds is not None]
         if redo and lost:
@@ -153,22 +185,35 @@ def cost_sentence(tl: Timeline) -> str:
     if down:
         still = " so far" if any(i.downtime_open for i in tl.interruptions) else ""
         parts.append(f"{duration(down)} without training between attempts{still}")
-    return "; ".join(parts) + "."
+    return "; ".join(parts) + crash + "."
+
+
+def crash_loop_text(tl: Timeline) -> str:
+    """`crash-looping: …` when the trainer container waits to restart after crashing again and again."""
+    return f"crash-looping: {tl.crash_loop}" if tl.crash_loop else ""
 
 
 def _impact(tl: Timeline) -> list[list[str]]:
     rows: list[list[str]] = []
-    inferred = sum(1 for a in tl.attempts if a.inferred)
-    att = f"{len(tl.attempts)} ({len(tl.interruptions)} interruption{'s' if len(tl.interruptions) != 1 else ''})"
+    inferred = sum(a.span for a in tl.attempts if a.inferred)
+    n = tl.interruption_count
+    att = f"{tl.count} ({n} interruption{'s' if n != 1 else ''})"
     if inferred:
-        att += f"; {inferred} known only by inference (pods gone)"
+        gone = "pods or logs gone" if any(a.span > 1 for a in tl.attempts) else "pods gone"
+        att += f"; {inferred} known only by inference ({gone})"
+    if tl.doubt:
+        att += f"; maybe more before: {tl.doubt[0]}"
     rows.append(["Attempts", att])
     lost = tl.steps_lost
+    why = "; ".join(tl.bounds)
     if lost is None:
-        rows.append(["Steps redone", "unknown: " + "; ".join(i.unknown for i in tl.interruptions if i.unknown)])
+        rows.append(["Steps redone", "unknown: " + (why or "no interruption's cost could be told")])
+    elif tl.lost_complete:
+        rows.append(["Steps redone", f"{lost}"])
+    elif lost == 0:
+        rows.append(["Steps redone", f"none that the snapshot shows; not all of it is known ({why})"])
     else:
-        why = "; ".join(i.unknown for i in tl.interruptions if i.unknown)
-        rows.append(["Steps redone", f"{lost}" if tl.lost_complete else f"at least {lost} ({why})"])
+        rows.append(["Steps redone", f"at least {lost} ({why})"])
     behind = [i for i in tl.interruptions if i.behind_save]
     for i in behind:
         a = tl.attempts[i.after]
@@ -196,21 +241,35 @@ def _impact(tl: Timeline) -> list[list[str]]:
         still = " so far: the next attempt has not started" if any(i.downtime_open for i in tl.interruptions) else ""
         rows.append(["Time without training", f"{duration(down)}{still}"])
     if tl.attempts:
-        last = tl.attempts[-1]
-        state = f"{last.label}: {ENDING_WORDS.get(last.end.kind, last.end.kind)}"
-        if last.last_step is not None:
-            state += f" at step {last.last_step}"
-        if last.end.then_text:
-            state += f"; then {last.end.then_text}"
-        rows.append(["When the snapshot was taken", state])
+        rows.append(["When the snapshot was taken", snapshot_state(tl)])
     return rows
+
+
+def ended_words(a: AttemptFact) -> str:
+    """How an attempt stands or ended, in a few words (a container waiting to restart says why)."""
+    if a.end.kind == "pending" and a.end.reason:
+        return f"waiting to start again ({a.end.reason})"
+    return ENDING_WORDS.get(a.end.kind, a.end.kind)
+
+
+def snapshot_state(tl: Timeline) -> str:
+    last = tl.attempts[-1]
+    state = f"{last.label}: {ended_words(last)}"
+    if last.last_step is not None:
+        state += f" at step {last.last_step}"
+    if last.end.then_text:
+        state += f"; then {last.end.then_text}"
+    if tl.crash_loop:
+        state += f"; {crash_loop_text(tl)}"
+    return state
 
 
 # -- timeline ---------------------------------------------------------------------------------------------
 def began(a: AttemptFact) -> str:
     if a.start == "resumed":
         step = f"step {a.start_step}" if a.start_step is not None else "a checkpoint"
-        return f"resumed from {step}" + (f" ({a.resumed_from})" if a.resumed_from else "")
+        failed = ", and failed to load it" if a.resume_failed else ""
+        return f"resumed from {step}" + (f" ({a.resumed_from})" if a.resumed_from else "") + failed
     if a.start == "fresh":
         return "fresh start (step 0)"
     if a.start == "pending":
@@ -233,11 +292,13 @@ def _attempt_row(tl: Timeline, pos: int, a: AttemptFact) -> dict[str, str]:
     if a.running:
         ended = "running"
     end = a.end.text if a.end.kind not in ("running", "pending") else ENDING_WORDS[a.end.kind]
+    if a.end.kind == "pending" and a.end.reason:
+        end = a.end.text
     if a.end.then_text and a.end.kind != "running":
         end += f" → {a.end.then_text}"
     return {
         "attempt": a.label + (" (inferred)" if a.inferred else ""),
-        "how": HOW_WORDS.get(a.how, a.how),
+        "how": HOW_WORDS.get(a.how, a.how) + (", then container restarts" if a.span > 1 else ""),
         "inferred": a.inferred,
         "began": began(a),
         "started": clock(a.started) if a.started else "unknown",
@@ -272,6 +333,10 @@ def _moments(tl: Timeline) -> list[dict[str, str]]:
             what = f"{a.label} (known only by inference: {gone}) ended" + (f" by {clock(at)}" if at else "")
             out.append((at, 2 * pos, what + (f" → {a.end.then_text}" if a.end.then_text else "")))
             continue
+        if a.start == "pending" and not a.started:
+            wait = f": {a.end.text}" if a.end.reason else ""
+            out.append(("", 2 * pos, f"{a.label} has not started{where}{wait}"))
+            continue
         out.append((a.started, 2 * pos, f"{a.label} started ({HOW_WORDS.get(a.how, a.how)}): {began(a)}{where}{drop}"))
         if a.saves and not a.running:
             s = a.saves[-1]
@@ -291,12 +356,19 @@ def _moments(tl: Timeline) -> list[dict[str, str]]:
         last = tl.attempts[-1] if tl.attempts else None
         state = ""
         if last is not None:
-            state = f": {last.label} {ENDING_WORDS.get(last.end.kind, last.end.kind)}"
+            state = f": {last.label} {ended_words(last)}"
             if last.last_step is not None:
                 state += f" at step {last.last_step}"
         out.append((tl.collected_at, 1 << 20, f"snapshot taken{state}"))
-    out.sort(key=lambda m: (m[0] or "~", m[1]))
-    return [{"at": clock(t) if t else "time unknown", "what": w} for t, _o, w in out]
+    # a moment without a time stands where its attempt does: after the moments of the attempts before it
+    out.sort(key=lambda m: m[1])
+    placed: list[tuple[str, int, str, bool]] = []
+    carry = ""
+    for t, o, w in out:
+        placed.append((t or carry, o, w, not t))
+        carry = t or carry
+    placed.sort(key=lambda m: (m[0] or "", m[1]))
+    return [{"at": clock(t) if t and not guessed else "time unknown", "what": w} for t, _o, w, guessed in placed]
 
 
 # -- findings ---------------------------------------------------------------------------------------------

@@ -1,43 +1,17 @@
 """The post-incident report as Markdown that renders in GitHub and GitLab issues.
 
-Data goes into code spans and fenced blocks (a redaction marker `<redacted:env>` in plain text would be
-taken for an HTML tag and vanish); prose that is ours keeps its backticks; table cells escape `|`. The
+Data goes into code spans and fenced blocks, escaped for where it goes by `report/mdtext.py` (quotes exact,
+a redaction marker `<redacted:env>` never taken for an HTML tag); prose that is ours keeps its backticks. The
 step chart is an image beside the file when the report is written with `--out` (`chart` names it).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_RUN = re.compile(r"`+")
+from ckpt_doctor.report.mdtext import cell, cell_code, code, fenced, text
 
-
-def code(s: str) -> str:
-    """An inline code span that holds any text (backticks included)."""
-    s = " ".join(str(s).split())
-    if not s:
-        return ""
-    longest = max((len(m) for m in _RUN.findall(s)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") else ""
-    return f"{fence}{pad}{s}{pad}{fence}"
-
-
-def text(s: str) -> str:
-    """Prose: one line, angle brackets and ampersands as entities (GitHub would read `<x>` as a tag)."""
-    s = " ".join(str(s).split())
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def cell(s: str) -> str:
-    return text(s).replace("|", "\\|")
-
-
-def fenced(body: str, lang: str = "") -> list[str]:
-    longest = max((len(m) for m in re.findall(r"^`{3,}", body, re.M)), default=2)
-    fence = "`" * max(3, longest + 1)
-    return [f"{fence}{lang}", body.rstrip("\n"), fence]
+__all__ = ["cell", "cell_code", "code", "fenced", "render", "text"]
 
 
 def _finding(f: dict[str, Any], level: str) -> list[str]:
@@ -128,7 +102,7 @@ def render(doc: dict[str, Any], chart: str | None = None, chart_note: str = "") 
         L += ["Every rule was evaluated and nothing was left uncollected.", ""]
     if doc["notChecked"]:
         L += ["| rule | why |", "|---|---|"]
-        L += [f"| {code(n['rule'])} | {cell(n['why'])} |" for n in doc["notChecked"]]
+        L += [f"| {cell_code(n['rule'])} | {cell(n['why'])} |" for n in doc["notChecked"]]
         L.append("")
     if doc["notCollected"]:
         L += ["Not collected:", ""]

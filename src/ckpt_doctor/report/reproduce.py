@@ -27,6 +27,7 @@ RESOURCE = {
     "Event": "event",
 }
 GREP_MAX = 60  # characters of a cited log line to grep for
+GREP = " | grep -n -F -- "
 
 
 def _q(s: str) -> str:
@@ -49,9 +50,13 @@ def _get(ref: str, fmt: str = "yaml") -> str:
     return f"kubectl get {res} {_q(name)}{scope} -o {fmt}"
 
 
-def _grep_text(text: str) -> str:
-    t = " ".join(text.split())
-    return t if len(t) <= GREP_MAX else t[:GREP_MAX]
+def grep_text(text: str) -> str:
+    """What to grep for: the cited line's own characters (runs of spaces kept: a fixed-string grep of a
+    collapsed line matches nothing), its first physical line, at most GREP_MAX characters of it."""
+    t = text.split("\n", 1)[0].rstrip("\r")
+    t = t.rsplit("\r", 1)[-1] if t.strip("\r") else t  # a progress bar redrawn with \r: its last drawing
+    t = t[:GREP_MAX]
+    return t if t.strip() else ""
 
 
 def command_for(ev: dict[str, Any], namespace: str | None, gone: set[str]) -> tuple[str, str] | None:
@@ -72,7 +77,8 @@ def command_for(ev: dict[str, Any], namespace: str | None, gone: set[str]) -> tu
         pod, container = str(ev["pod"]), str(ev.get("container") or "node")
         prev = " --previous" if ev.get("previous") else ""
         scope = f" -n {_q(namespace)}" if namespace else ""
-        grep = f" | grep -n -F -- {_q(_grep_text(str(ev.get('text') or '')))}" if ev.get("text") else ""
+        pattern = grep_text(str(ev.get("text") or ""))
+        grep = f"{GREP}{_q(pattern)}" if pattern else ""
         note = " (the pod is gone: read the log the bundle kept)" if pod in gone else ""
         return (
             f"log {pod}/{container}{' (previous)' if prev else ''}{note}",

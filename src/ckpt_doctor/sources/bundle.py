@@ -103,6 +103,24 @@ def _extract(tf: tarfile.TarFile, dest: str, archive_size: int, limits: Limits, 
         tf.extract(member, dest, filter="data")
 
 
+def check_bundle_path(path: str | Path) -> None:
+    """The cheap part of opening a bundle, for callers that read it later (the app): a directory, or a file
+    that opens as a tar archive; else the InputError `diagnose` gives (exit 3)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file or directory", str(p))
+    if p.is_dir():
+        return
+    if not p.is_file():
+        raise InputError("not a directory or a .tar.gz archive", str(p))
+    try:
+        with tarfile.open(p, "r:*") as tf:
+            tf.next()
+    except (tarfile.TarError, OSError, EOFError) as e:
+        first = str(e).splitlines()[0].rstrip(":") if str(e) else type(e).__name__
+        raise InputError(f"unreadable archive ({first}); expected a directory or a .tar.gz", str(p)) from None
+
+
 @contextmanager
 def bundle_dir(path: str | Path, limits: Limits | None = None) -> Iterator[Path]:
     """Yield a directory holding the bundle; archives are extracted, within `limits`, to a private temp dir
@@ -381,6 +399,22 @@ def _objects(text: str, display: str, snap: Snapshot | None) -> list[Obj]:
     return objs
 
 
+_LIST_KIND = re.compile(rb'^kind:\s*["\']?(?:StorageClass)?List["\']?\s*$|"kind"\s*:\s*"(?:StorageClass)?List"', re.M)
+
+
+def _whole_class_list(f: Path, objs: list[Obj]) -> bool:
+    """A file that is `kubectl get storageclass -o yaml|json` (a List of StorageClasses and nothing else) lists
+    every class of the cluster (they are cluster-wide): a class not in it does not exist (seen absent)."""
+    if not all(o.kind == "StorageClass" for o in objs):
+        return False
+    try:
+        with f.open("rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return False
+    return _LIST_KIND.search(head) is not None
+
+
 def load_bundle(path: str | Path, keep_dir: Path | None = None) -> Snapshot:
     """Read a bundle into a Snapshot.
 
@@ -430,6 +464,8 @@ def _load_bundle(path: str | Path, keep_dir: Path | None) -> Snapshot:
                 snap.add(o, dedupe=True)
         if rel == Path("bundle.yaml") and not objs:
             _read_plain_meta(snap, f, display)
+        if objs and _whole_class_list(f, objs):
+            snap.coverage.listed("StorageClass")
     if aside:
         _read_set_aside(snap, aside)
     for pod in snap.of_kind("Pod"):

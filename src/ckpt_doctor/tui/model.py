@@ -819,6 +819,8 @@ def build_attempts(diag: Diagnosis, now: float) -> list[AttemptView]:
         t0 = epoch(a.started)
         t1 = epoch(a.ended) or (now if a.running or a.start == "pending" else None) or epoch(a.ended_by)
         ended = a.end.text if a.end.kind not in ("running", "pending") else ("running" if a.running else "not started")
+        if a.end.kind == "pending" and a.end.reason:  # waiting to start again: CrashLoopBackOff and its back-off
+            ended = a.end.text
         index = a.index if a.index is not None else -1 - pos  # a lost attempt without a number
         out.append(
             AttemptView(
@@ -858,19 +860,25 @@ def build_logs(diag: Diagnosis) -> list[LogEntry]:
     sc = diag.facts.scope
     attempt: dict[LogKey, int] = {}
     for r in diag.facts.history.runs:
-        attempt[(r.pod.name, r.container, r.previous)] = r.attempt
+        attempt[r.log_key or (r.pod.name, r.container, r.previous)] = r.attempt
     names = {p.name: p for p in sc.pods}
-    entries = []
+    gone = {r.pod.name for r in diag.facts.history.runs if r.inferred}  # pods deleted, their logs kept: the
+    entries = []  # diagnosis reads and cites them, so the app opens them too
     for key, ref in sc.snap.logs.items():
         pod = names.get(key[0])
-        if pod is None:
+        if pod is None and key[0] not in gone:
             continue
-        entries.append(LogEntry(key, ref, attempt.get(key), pod.namespace))
+        entries.append(LogEntry(key, ref, attempt.get(key), pod.namespace if pod is not None else sc.namespace))
+
+    def trainer(e: LogEntry) -> bool:
+        pod = names.get(e.key[0])
+        return e.key[1] == (trainer_container_name(pod) if pod is not None else e.key[1])
+
     # the trainer container first, then by attempt, pod, previous before current
     entries.sort(
         key=lambda e: (
             e.attempt if e.attempt is not None else 1 << 30,
-            e.key[1] != trainer_container_name(names[e.key[0]]),
+            not trainer(e),
             e.key[0],
             e.key[1],
             not e.key[2],

@@ -438,7 +438,10 @@ class LiveLoader(Loader):
         from ckpt_doctor.tui.model import job_row, snapshot_now
 
         now = snapshot_now({}, live=True)
-        items = list_trainjobs(namespace=self.target.namespace, **self._flags())
+        searched: list[str] = []
+        items = list_trainjobs(namespace=self.target.namespace, searched=searched, **self._flags())
+        if searched:
+            self.target.listed_in = searched[0]
         return [job_row(raw, now) for raw in items]
 
     def load(self, key: str) -> View:

@@ -19,6 +19,7 @@ class Target:
     trainer_version: str | None = None  # --trainer-version, for the engine
     signatures: tuple[Path, ...] = ()  # --signatures, extra log signature directories
     playbook: Path | None = None  # --playbook: the drill's, when the app runs it (default: verify-resume)
+    listed_in: str | None = None  # the namespace the live picker listed (-n, else the context's), once known
 
     @property
     def live(self) -> bool:
@@ -36,3 +37,11 @@ class Target:
             return f"bundle {self.bundle.name}"
         where = f"context {self.context}" if self.context else "the current context"
         return f"cluster ({where})"
+
+    def describe_listing(self) -> str:
+        """Where the picker looked: one namespace of the cluster (a live listing is never cluster-wide)."""
+        if self.bundle is not None:
+            return self.describe()
+        ns = self.listed_in or self.namespace
+        where = f"context {self.context}" if self.context else "the current context"
+        return f"namespace {ns} ({where})" if ns else f"the current namespace ({where})"

@@ -22,6 +22,9 @@ def autodetect_found_nothing(facts: Facts, rule: Rule) -> Result:
             )
         if h.earlier and not later:
             return skip("an earlier attempt happened, but no pod of a later attempt is in the snapshot")
+        first_fresh = bool(h.attempts) and h.attempt_start(h.attempts[0])[0] in ("fresh", "unknown")
+        if h.doubt and (not later or first_fresh):
+            return skip("whether an attempt came before the first one seen is unknown: " + "; ".join(h.doubt))
         return ok(reason="no later attempt started fresh")
     a = fresh[0]
     _k, _s, r, fev = h.attempt_start(a)
@@ -87,6 +90,8 @@ def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
             return skip(
                 "an earlier attempt was interrupted, but its pods and logs are gone: " + "; ".join(h.unseen[:2])
             )
+        if h.doubt:
+            return skip("whether an attempt came before the first one seen is unknown: " + "; ".join(h.doubt))
         return ok(reason="no attempt was interrupted before a later one")
     unknown: list[str] = []
     for r in {id(x): x for x in ended}.values():

@@ -17,6 +17,7 @@ from ckpt_doctor import frameworks
 from ckpt_doctor.engine.checks import absence, check
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
+from ckpt_doctor.facts.exec_advice import exec_fix
 from ckpt_doctor.facts.program.config import get
 from ckpt_doctor.facts.program.model import ConfigPart, Program, PythonPart
 
@@ -337,6 +338,9 @@ def sigterm_not_forwarded(facts: Facts, rule: Rule) -> Result:
     assert src is not None
     t = prog.trainer
     line = t.text.splitlines()[0].strip() if t is not None and t.text else src.text.strip().splitlines()[0]
+    script = src.text.splitlines()
+    if t is not None and 0 <= t.line < len(script) and line in script[t.line]:
+        line = script[t.line].strip()  # the whole line: a pipeline's `| tee …` is what keeps the shell there
     shell = prog.shell.shell
     strict = shell in ("sh", "dash") or (t is not None and bool(t.heredocs))
     return fail(
@@ -344,8 +348,7 @@ def sigterm_not_forwarded(facts: Facts, rule: Rule) -> Result:
         [src.evidence(line)],
         "; ".join(reasons[:3]) or f"`{shell} -c` stays PID 1 and does not pass SIGTERM on",
         "high" if strict else "medium",
-        "Start the trainer with `exec` (e.g. `exec torchrun …`), or write the inline script to a file "
-        "first and `exec python /path/train.py`, so SIGTERM reaches Python",
+        exec_fix(t),
     )
 
 

@@ -284,6 +284,10 @@ def node_pinned_storage(facts: Facts, rule: Rule) -> Result:
         if pvc is None:
             return skip(f"PVC {claim} is not in the snapshot ({facts.known('PersistentVolumeClaim', claim).reason})")
         if pv is None and sc is None:
+            k = facts.known("StorageClass", str(cls)) if cls else None
+            if k is not None and k.absent:
+                return skip(f"PVC {claim} has no PersistentVolume yet and its StorageClass {cls} does not exist "
+                            f"({k.reason}): where its volume will live is unknown")  # fmt: skip
             return skip(
                 f"PVC {claim}: neither its PersistentVolume nor its StorageClass is in the snapshot, "
                 "so whether it is node-local is unknown"
@@ -356,10 +360,35 @@ def pvc_unbound(facts: Facts, rule: Rule) -> list[Result]:
             else:
                 results.append(skip(f"PVC {name} shows no status.phase", pvc.subject()))
             continue
-        results.append(
-            fail(pvc.subject(), [field_ev(ref, "status.phase", phase)], f"PVC {name} is {phase or 'not Bound'}")
-        )
+        evidence = [field_ev(ref, "status.phase", phase)]
+        detail = f"PVC {name} is {phase or 'not Bound'}"
+        decisive = _claim_events(facts, name)
+        if decisive:  # what the provisioner or the binder said, most repeated first: the cause in its own words
+            f = decisive[0]
+            times = f" ×{f['count']}" if f["count"] > 1 else ""
+            detail += f": {f['reason']}{times}: {f['message'][:200]}"
+            evidence = [event_ev(x) for x in decisive[:2]] + evidence
+        cls = str(pvc.spec.get("storageClassName") or "")
+        if cls and cls not in facts.scope.storageclasses:
+            k = facts.known("StorageClass", cls)
+            if k.absent:
+                evidence.append(absence(f"StorageClass {cls}", "the list of storageclasses"))
+                if not decisive:
+                    detail += f"; its StorageClass {cls} does not exist ({k.reason})"
+        results.append(fail(pvc.subject(), evidence, detail))
     return results
+
+
+def _claim_events(facts: Facts, claim: str) -> list[dict[str, Any]]:
+    """The Warning events of a PVC (ProvisioningFailed, FailedBinding…), the most repeated first."""
+    from ckpt_doctor.scope import event_fields
+
+    got = []
+    for ev in facts.scope.events:
+        f = event_fields(ev)
+        if f["involvedKind"] == "PersistentVolumeClaim" and f["involvedName"] == claim and f["type"] == "Warning":
+            got.append(f)
+    return sorted(got, key=lambda f: (-f["count"], f["lastTimestamp"]), reverse=False)
 
 
 def _running_with(facts: Facts, claim: str) -> Any:

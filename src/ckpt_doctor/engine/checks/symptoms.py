@@ -45,6 +45,8 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
     if not later:
         if h.earlier:
             return skip("an earlier attempt happened, but no pod of a later attempt is in the snapshot")
+        if h.doubt:
+            return skip("whether the first attempt seen was the first start is unknown: " + "; ".join(h.doubt))
         return ok(reason="no restart, resume or preemption happened: there is no later attempt to judge")
     fresh = [(a, *h.attempt_start(a)[2:]) for a in later if h.attempt_start(a)[0] == "fresh"]
     if fresh:
@@ -66,6 +68,7 @@ def fresh_start(facts: Facts, rule: Rule) -> Result:
         )
         return fail(facts.subject(), evidence, detail, "medium" if inferred else "high")
     unknown = _unknown_starts(h, later) + [u for u in h.unseen if "gone" in u and h.attempts]
+    unknown += h.doubt  # attempts may have come before the first one seen: any of them may have started fresh
     if unknown:
         return skip("how some later attempts began cannot be told: " + "; ".join(unknown[:3]))
     started = [a for a in later if h.attempt_start(a)[0] == "resumed"]
@@ -84,6 +87,8 @@ def resumed_older(facts: Facts, rule: Rule) -> Result:
     if not later:
         if h.earlier:
             return skip("an earlier attempt happened, but no pod of a later attempt is in the snapshot")
+        if h.doubt:
+            return skip("whether an attempt saved anything before the first one seen is unknown: " + "; ".join(h.doubt))
         return ok(reason="no later attempt: nothing resumed")
     # a running maximum of the newest completed save, over the attempts before each one
     newest_before: dict[int, tuple[Run, Any] | None] = {}
@@ -300,6 +305,8 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
     if not runs:
         if h.interruptions and h.unseen:
             return skip("an attempt was interrupted, but its pods and logs are gone: " + "; ".join(h.unseen[:2]))
+        if h.doubt:
+            return skip("an attempt may have been suspended before the first one seen: " + "; ".join(h.doubt))
         return ok(reason="no attempt in the snapshot ended by SIGTERM (suspend, preemption, eviction)")
     unknown: list[str] = []
     for r in runs:

@@ -652,9 +652,13 @@ def list_trainjobs(
     context: str | None = None,
     kubeconfig: str | None = None,
     timeout: float = 15.0,
+    searched: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The TrainJobs of a namespace (-n, else the context's), as raw objects, newest first (for pickers)."""
+    """The TrainJobs of a namespace (-n, else the context's), as raw objects, newest first (for pickers);
+    `searched` gets the namespace that was listed (so that an empty list can say where it looked)."""
     cluster = connect(namespace, context, kubeconfig, timeout)
+    if searched is not None:
+        searched.append(cluster.namespace)
     col = Collector(cluster, cluster.namespace, "")
     try:
         items, _ = col.api.list(TRAINJOB, cluster.namespace)

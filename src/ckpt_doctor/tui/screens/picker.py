@@ -87,11 +87,13 @@ class PickerScreen(ListFilter, Frame):
             idx = next((i for i, r in enumerate(shown) if r.key == keep), None)
             if idx is not None:
                 table.move_cursor(row=idx)
-        where = self.app.target.describe()  # type: ignore[attr-defined]
+        target = self.app.target  # type: ignore[attr-defined]
+        where = target.describe_listing()
         if self.failed and not self.rows:
             title = Content.styled(f"Could not list the TrainJobs in {where}: see above; r retries.", var("text-error"))
         elif not self.rows:
-            title = Content.styled(f"No TrainJob found in {where}.", var("text-warning"))
+            other = "" if target.bundle is not None else " (another namespace: -n NAMESPACE)"
+            title = Content.styled(f"No TrainJob found in {where}{other}.", var("text-warning"))
         else:
             title = Content.assemble(
                 (f"{len(shown)} of {len(self.rows)} TrainJob(s)", "bold"),
