@@ -4,7 +4,9 @@
    automaton over the same windows, both asked "which keywords occur here", the automaton also
    giving positions. Figures are microseconds per 128 KiB window and MB/s.
 2. `scan_log` on: a realistic HF-style log (resume line, tqdm bars, loss dicts, saves), a crafted
-   120 KB line full of keywords, and the 128 KiB head window of a one-megabyte line.
+   120 KB line full of keywords, the 128 KiB head window of a one-megabyte line, a crash loop's
+   tracebacks one after another (the typed traceback reader), and JSON records between the frames
+   of a bar redrawn every step (the structured records and the stepless-bar probing).
 3. With `--old`, the same logs scanned by the previous implementation (read from git HEAD~ or
    the commit given), to show what changed.
 
@@ -55,6 +57,30 @@ def crafted_line() -> bytes:
 
 def megabyte_line() -> bytes:
     return b"[checkpoint] resuming from /x/checkpoint-5 " + b"1it/s] SIGTERM loaded " * (1024 * 1024 // 22) + b"\n"
+
+
+def traceback_window(size: int = logs.HEAD_BYTES) -> bytes:
+    # a crash loop's log: tracebacks (through a library and the program) one after another
+    tb = (b"Traceback (most recent call last):\n"
+          b'  File "/workspace/train.py", line 46, in main\n    accelerator.load_state(path)\n'
+          b'  File "/opt/venv/lib/python3.11/site-packages/torch/serialization.py", line 776, in __init__\n'
+          b"    super().__init__(open(name, mode))\n"
+          b"FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/step_30/optimizer.bin'\n")  # fmt: skip
+    return (b"Resuming from checkpoint /ckpt/step_30 (step 30)\n" + tb * (size // len(tb) + 1))[:size]
+
+
+def json_window(size: int = logs.HEAD_BYTES) -> bytes:
+    # a structured logger: every line a JSON record, a tqdm bar redrawn every step in between
+    out = bytearray()
+    i = 0
+    while len(out) < size:
+        i += 1
+        out += b"Epoch 0:  50%%|#####     | %d/100000 [00:01<00:01, 9.0it/s]\r" % i
+        if i % 5 == 0:
+            out += b'{"time": "2026-12-02T02:05:07Z", "msg": "train", "step": %d, "loss": 4.88}\n' % i
+        if i % 50 == 0:
+            out += b'{"time": "2026-12-02T02:05:08Z", "msg": "saved checkpoint", "step": %d}\n' % i
+    return bytes(out[:size])
 
 
 def timeit(fn, repeat: int) -> list[float]:
@@ -153,12 +179,16 @@ def main() -> None:
         "realistic 128 KiB window": real,
         "crafted 120 KB line": crafted_line(),
         "1 MB line (head window)": megabyte_line()[: logs.HEAD_BYTES],
+        "tracebacks 128 KiB": traceback_window(),
+        "JSON records 128 KiB": json_window(),
     }
     keyword_pass(windows, args.repeat)
     logs_ = {
         "realistic log (512 KB)": realistic_window(512 * 1024),
         "crafted 120 KB line": crafted_line(),
         "1 MB line": megabyte_line(),
+        "tracebacks (512 KB)": traceback_window(512 * 1024),
+        "JSON records (512 KB)": json_window(512 * 1024),
     }
     scans(logs_, max(5, args.repeat // 5), load_old(args.old) if args.old else None)
 

@@ -153,6 +153,32 @@ def common_runs(prefix: str, framework: str, venv: str, packages: tuple[str, ...
     return [r for r in runs if not only or r.id.removeprefix(prefix + "-") in only]
 
 
+def loop_variants() -> list[Run]:
+    """DCP loops written two other common ways (issue 19 §4): one that picks the highest `step_{N:06d}` without
+    checking the save finished and says `resuming from … (global_step N, …)` before loading it through its own
+    load_checkpoint; one that logs JSON records (numbers in fields) and draws a tqdm bar per epoch."""
+    pk = ("torch", "tqdm")
+
+    def run(scenario: str, variant: str, script: str, faults: list[Fault], desc: str,
+            env: dict[str, str] | None = None) -> Run:  # fmt: skip
+        return Run(f"dcp-1rank-{scenario}-{variant}", "torch-dcp", "hf5", pk, scenario, desc, script, TORCHRUN1,
+                   faults, env={**CKPT, **UNBUF, **(env or {})}, variant=variant)  # fmt: skip
+
+    kill25 = Fault("kill", at_step=25)
+    return [
+        run("correct-resume", "naive", "dcp_train_naive.py", [kill25, NONE],
+            "SIGKILL at step 25; the restart picks step_000020 by its number and says so before loading it"),
+        run("partial-save", "naive", "dcp_train_naive.py", [Fault("kill", during_save=30, slow_save=1.0), NONE],
+            "SIGKILL while step_000030 is being written (slow storage); the restart picks it by its number, "
+            "without checking for .metadata, and crashes inside dcp.load"),
+        run("correct-resume", "jsonlog", "dcp_train_jsonlog.py", [kill25, NONE],
+            "SIGKILL at step 25; the restart resumes from step-20; every log line is a JSON record"),
+        run("fresh-start", "jsonlog", "dcp_train_jsonlog.py", [kill25, NONE],
+            "the script is told not to resume (RESUME=0): the restart trains from step 0; JSON records",
+            env={"RESUME": "0"}),
+    ]
+
+
 # what each framework records besides HF's full set (the whole matrix re-records in well under an hour)
 SEVEN = ("correct-resume", "correct-resume-buffered", "fresh-start", "partial-save", "sigterm-handler",
          "sigterm-no-handler", "dir-changes")  # fmt: skip
@@ -172,6 +198,7 @@ RUNS: list[Run] = [
                  only=(*SEVEN, "lexical-sort")),
     *common_runs("dcp-1rank", "torch-dcp", "hf5", ("torch",), "dcp_train", TORCHRUN1,
                  only=(*SEVEN, "lexical-sort", "slow-save-grace")),
+    *loop_variants(),
     *common_runs("dcp-2ranks", "torch-dcp", "hf5", ("torch",), "dcp_train", TORCHRUN2, kill_rank=True, ranks=2,
                  only=("correct-resume", "partial-save", "sigterm-handler")),
     # DeepSpeed 0.19 on CPU JIT-compiles its shared-memory comm op (g++/ninja) inside init_distributed:

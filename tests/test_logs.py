@@ -292,3 +292,47 @@ def test_the_public_re2_api_gives_the_same_events(monkeypatch) -> None:
     monkeypatch.setattr(logs, "_UNANCHORED", None)
     slow = [(e.kind, e.step, e.path, e.line) for e in logs.scan_log(ref, sigs).events]
     assert fast == slow and len(fast) > 10
+
+
+def _count_traceback_lines(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from ckpt_doctor.facts import logs
+
+    calls = [0]
+    real = logs._tb_line
+
+    def counting(seg: bytes, inner: bool = False):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        return real(seg, inner)
+
+    monkeypatch.setattr(logs, "_tb_line", counting)
+    return calls
+
+
+@pytest.mark.parametrize("shape", ["headers", "frames", "one-header-then-frames"])
+def test_tracebacks_cost_each_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str) -> None:
+    """A crafted window of traceback headers, of frames, or one header over thousands of frames: each line is
+    walked by at most one traceback (the walk stops at the next header, and after MAX_LINES)."""
+    frame = b'  File "/opt/venv/lib/python3.11/site-packages/x.py", line 1, in f\n    f()\n'
+    body = {
+        "headers": b"Traceback (most recent call last):\n" * 6000,
+        "frames": (b"Traceback (most recent call last):\n" + frame * 3 + b"ValueError: x\n") * 1500,
+        "one-header-then-frames": b"Traceback (most recent call last):\n" + frame * 4000,
+    }[shape]
+    calls = _count_traceback_lines(monkeypatch)
+    s = scan(tmp_path, body)
+    lines = min(body.count(b"\n"), (HEAD_BYTES * 2) // 30)
+    assert s.of("traceback") and calls[0] <= 2 * lines + 2 * len(s.of("traceback")), (calls[0], lines)
+
+
+def test_stepless_bars_around_records_cost_bounded_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop's bar redrawn every step around a structured record every 500 steps: the edges are probed for a
+    bounded number of lines, whatever the window holds."""
+    rec = b'{"msg": "train", "step": %d, "loss": 2.5}\n'
+    bar = b"Epoch 0:  50%%|#####     | %d/1000 [00:01<00:01, 9.0it/s]\r"
+    body = b"".join(bar % i + (rec % i if i % 500 == 0 else b"") for i in range(1, 20000))
+    calls = _count_matches(monkeypatch)
+    s = scan(tmp_path, body)
+    assert all(e.step == 500 for e in s.progress())  # the one record near an edge, if any: never a bar's count
+    from ckpt_doctor.facts.logs import MAX_PROBES
+
+    assert calls[0] <= 4 * MAX_PROBES * 3 + 3 * len(SIGS), calls[0]

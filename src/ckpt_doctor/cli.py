@@ -71,12 +71,62 @@ def positive_seconds(text: str) -> float:
 
 
 def listen_address(text: str) -> tuple[str, int]:
-    """argparse type of --listen: `:8085`, `0.0.0.0:8085`, `127.0.0.1:0`, `[::1]:8085` → (host, port); an empty
-    host listens on every address."""
-    host, sep, port = text.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT or :PORT (e.g. :8085)")
-    return host.strip("[]"), int(port)
+    """argparse type of --listen (ckpt_doctor.listen.parse_listen)."""
+    from ckpt_doctor.listen import parse_listen
+
+    try:
+        return parse_listen(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_inspect_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Listing the checkpoint directory on the cluster (docs/live.md: exec, or a reader pod)."""
+    p.add_argument(
+        "--inspect-checkpoints",
+        action="store_true",
+        help="also list the TrainJob's checkpoint directory (find/ls, df, head -c of small state files, run "
+        "read-only through exec in a running trainer container; needs create on pods/exec)",
+    )
+    p.add_argument(
+        "--inspect-image",
+        metavar="IMAGE",
+        help="with no trainer pod running, the image of the short-lived reader pod that mounts the checkpoint PVC "
+        "read-only (default: the trainer's own image); it is created only after you confirm",
+    )
+    p.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="create that reader pod without asking (it is deleted as soon as the listing is read)",
+    )
+
+
+def inspect_options(args: argparse.Namespace) -> Any:
+    """The `Inspect` of the --inspect-* flags (None when not asked): a reader pod is confirmed on the terminal,
+    or by --yes; without a terminal and without --yes it is never created."""
+    if not getattr(args, "inspect_checkpoints", False):
+        return None
+    import sys
+
+    from ckpt_doctor.sources.live.inspect import Inspect
+
+    yes = bool(getattr(args, "yes", False))
+
+    def confirm(question: str) -> bool:
+        if yes:
+            print(f"ckpt-doctor: {question}: yes (--yes)", file=sys.stderr)
+            return True
+        if not sys.stdin.isatty():
+            return False
+        print(f"ckpt-doctor: {question} [y/N] ", end="", file=sys.stderr, flush=True)
+        try:
+            return sys.stdin.readline().strip().lower() in ("y", "yes")
+        except (OSError, KeyboardInterrupt):
+            return False
+
+    return Inspect(image=getattr(args, "inspect_image", None), confirm=confirm,
+                   timeout=max(float(getattr(args, "request_timeout", 15.0)), 15.0) * 2)  # fmt: skip
 
 
 def add_log_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

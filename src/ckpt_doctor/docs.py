@@ -8,6 +8,8 @@ from ckpt_doctor.engine.catalogue import default_rules
 from ckpt_doctor.engine.checks import load_checks
 from ckpt_doctor.engine.graph import build_graph, to_mermaid
 
+NO_LISTING = "nothing (this rule reads no listing)."
+
 
 def render() -> str:
     rules = sorted(default_rules(), key=lambda r: (r.kind != "symptom", r.id))
@@ -54,6 +56,8 @@ def render() -> str:
             out += [f"Reads: {fields} (a field of the wrong type there makes it `not_evaluated`)", ""]
         if r.confidence:
             out += [f"How sure: {r.confidence}", ""]
+        if r.modes != ("lint",) and r.modes != ("explain-error",):
+            out += [f"What a checkpoint listing adds: {r.listing or NO_LISTING}", ""]
         if r.versioned:
             out += ["Depends on the Trainer version: judged for every version still possible when it is not known", ""]
         out += [f"Judged in: {', '.join(r.modes)}", ""]

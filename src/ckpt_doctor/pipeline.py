@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ckpt_doctor.engine.walk import Diagnosis, evaluate
 from ckpt_doctor.facts.context import Facts
@@ -41,6 +42,7 @@ def diagnose_live(
     log_bytes: int | None = None,
     version_flag: str | None = None,
     signature_dirs: list[Path] | None = None,
+    inspect: Any = None,
 ) -> Diagnosis:
     """Diagnose the TrainJob `target` (`[NAMESPACE/]NAME`) read from the cluster, read-only (every face that
     diagnoses one live TrainJob: diagnose, report, the MCP server).
@@ -65,6 +67,7 @@ def diagnose_live(
         tail_bytes=window,
         redact=False,
         scan=load_signatures(signature_dirs or []),
+        inspect=inspect,
     )
     name = snap.meta.get("target", {}).get("name") or None
     return diagnose_snapshot(snap, name, version_flag, signature_dirs)

@@ -1,8 +1,8 @@
 """The Snapshot: everything known about a cluster slice, whatever it came from.
 
 A live collection, an offline bundle and a folder of manifests all produce a Snapshot:
-Kubernetes objects (plain dicts, wrapped in `Obj` for typed access), container logs, and the
-list of things that could not be collected and why.
+Kubernetes objects (plain dicts, wrapped in `Obj` for typed access), container logs, listings of
+checkpoint directories, and the list of things that could not be collected and why.
 """
 
 from __future__ import annotations
@@ -293,12 +293,54 @@ class Gap:
 
 
 LogKey = tuple[str, str, bool]  # (pod, container, previous)
+ListingKey = tuple[str, str]  # (pod, container)
+
+
+@dataclass
+class ListingSource:
+    """A checkpoint listing as it was collected (contracts.md §2 `checkpoints/<pod>/<container>.txt`), not yet
+    read: its text (a bundle's file, or what exec printed), `df -P -B1` of its directory, and the small files kept
+    beside it (relative path -> a bundle's file or the bytes `head -c` printed). facts/listing.py reads it."""
+
+    pod: str
+    container: str
+    display: str  # where it came from, as notes and evidence name it
+    path: Path | None = None
+    text: str | None = None
+    df_path: Path | None = None
+    df_text: str | None = None
+    files: dict[str, Path | bytes] = field(default_factory=dict)
+    problem: str = ""  # why it could not be taken or read (a refused exec, a file too big): unknown
+
+    def read_text(self, limit: int) -> str:
+        if self.path is not None:
+            size = os.path.getsize(self.path)
+            if size > limit:
+                raise ValueError(f"{self.display} is {size} bytes, more than the {limit} a listing may have")
+            return self.path.read_bytes().decode("utf-8", "surrogateescape")
+        return self.text or ""
+
+    def read_df(self) -> str | None:
+        if self.df_path is not None:
+            return self.df_path.read_bytes()[:65536].decode("utf-8", "replace")
+        return self.df_text
+
+    def read_files(self, limit: int) -> dict[str, bytes]:
+        out = {}
+        for rel, src in self.files.items():
+            if isinstance(src, bytes):
+                out[rel] = src[:limit]
+            else:
+                with open(src, "rb") as f:
+                    out[rel] = f.read(limit)
+        return out
 
 
 @dataclass
 class Snapshot:
     objects: list[Obj] = field(default_factory=list)
     logs: dict[LogKey, LogRef] = field(default_factory=dict)
+    checkpoints: dict[ListingKey, ListingSource] = field(default_factory=dict)  # checkpoint listings
     not_collected: list[Gap] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     source: str = "bundle"  # bundle | live | manifests

@@ -22,16 +22,16 @@ def main(argv: list[str] | None = None) -> int:
     fake = FakeKube(port=args.port, latency_ms=args.latency_ms)
     added = fake.load_bundle(args.bundle)
     url = fake.start()
-    namespaces = sorted({tj["metadata"]["namespace"] for tj in fake.objects("trainjobs")})
-    if args.kubeconfig:
-        fake.kubeconfig(args.kubeconfig, namespace=namespaces[0] if len(namespaces) == 1 else "default")
-    print(url, flush=True)
-    print(f"{added} objects loaded" + (f", kubeconfig {args.kubeconfig}" if args.kubeconfig else ""),
-          file=sys.stderr)
-    for reason in fake.skipped:
-        print(f"skipped {reason}", file=sys.stderr)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # clean up extracted bundles on kill too
-    try:
+    try:  # from the moment the URL can be known: a Ctrl-C right after it is printed still exits 0
+        namespaces = sorted({tj["metadata"]["namespace"] for tj in fake.objects("trainjobs")})
+        if args.kubeconfig:
+            fake.kubeconfig(args.kubeconfig, namespace=namespaces[0] if len(namespaces) == 1 else "default")
+        print(url, flush=True)
+        print(f"{added} objects loaded" + (f", kubeconfig {args.kubeconfig}" if args.kubeconfig else ""),
+              file=sys.stderr)
+        for reason in fake.skipped:
+            print(f"skipped {reason}", file=sys.stderr)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

@@ -3,6 +3,7 @@ generic reader finds each framework through its module, a framework registered a
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -102,6 +103,11 @@ def test_framework_data_is_well_formed(fw: Framework) -> None:
         assert not t.skip or t.role == "launcher"
     for b in fw.bars:
         assert b.rx.groups >= max(b.epoch_group or 0, b.step_group or 0)
+        assert not b.generic or b.step is not None, "a generic description is claimed only by a step rule"
+    for p in fw.logs.prefixes:  # a logger's literal tag, peeled like a logger format
+        assert p.strip() and p.startswith("[") and p.endswith(" ")
+    for rx in fw.logs.load_frames:  # what a traceback frame of its checkpoint loading looks like (`file:function`)
+        assert re.compile(rx).pattern and ":" in rx
     if fw.layout is not None:
         assert fw.layout.atomic in ("no", "file", "rename", "marker", "pointer")
         assert fw.layout.names, "a layout names its checkpoints"

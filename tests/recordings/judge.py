@@ -55,7 +55,8 @@ def judge(bundle: Path) -> tuple[list[str], dict[str, Any]]:
         misses.add("phantom-attempt")
     for k in range(1, min(len(eng), n) + 1):
         earlier = {s for a in truth[: n - k] for s in a["saves_complete"]}
-        misses |= judge_attempt(eng[-k], truth[-k], n - k in seen, model, earlier)
+        empty = (run["_dir"] / f"attempt-{n - k}.log").stat().st_size == 0
+        misses |= judge_attempt(eng[-k], truth[-k], n - k in seen, model, earlier, empty)
     status: dict[str, str] = {}
     for f in doc["findings"]:
         r = f["rule"]
@@ -73,7 +74,9 @@ def judge(bundle: Path) -> tuple[list[str], dict[str, Any]]:
     return sorted(misses), {"timeline": tl.to_json(), "findings": status}
 
 
-def judge_attempt(e: AttemptFact, t: dict[str, Any], log_seen: bool, model: str, earlier: set[int]) -> set[str]:
+def judge_attempt(
+    e: AttemptFact, t: dict[str, Any], log_seen: bool, model: str, earlier: set[int], empty: bool = False
+) -> set[str]:
     out: set[str] = set()
     steps = t["steps"]
     # never a wrong number, with or without the log
@@ -97,6 +100,11 @@ def judge_attempt(e: AttemptFact, t: dict[str, Any], log_seen: bool, model: str,
     if got_saves - complete:
         out.add("partial-save-counted" if got_saves & set(t["saves_partial"]) else "save-not-in-truth")
     if not log_seen:
+        return out
+    if empty and t["steps"]:
+        # an empty log (its output lost to buffering) shows nothing to read: the engine must say so, with why
+        if e.last_step is not None or not getattr(e, "last_step_unknown", ""):
+            out.add("unknown-not-said")
         return out
     # with its log in the bundle, what the attempt did must be read
     if steps:

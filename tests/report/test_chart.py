@@ -47,14 +47,14 @@ def test_the_rewind_of_lexical_sort_older_is_drawn_and_sized() -> None:
     assert min(s for _t, s in data.series[1].points) == 950
     [drop] = data.drops
     assert (drop.from_step, drop.to_step, drop.lost) == (1020, 950, 70)
-    assert drop.label == "↓ 1020 → 950, 70 steps lost"
+    assert drop.label == "↓ ≥ 1020 → 950, ≥ 70 steps lost"
     assert data.saves and {s for _t, s, _a in data.saves} >= {950, 1000, 1050, 1100}
     assert data.cuts == [(data.series[0].points[-1][0], 1020, "crash")]
     # the SVG: the label is printed, and the cliff is a vertical segment 70 steps tall
     svg = render_svg(data)
     root = ET.fromstring(svg)
     labels = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "label"]
-    assert "↓ 1020 → 950, 70 steps lost" in labels
+    assert "↓ ≥ 1020 → 950, ≥ 70 steps lost" in labels
     zero, per_step = _y_scale(root)
     cliffs = [p for p in _series_paths(root) if len(p) == 2 and abs(p[0][0] - p[1][0]) < 1e-6]
     assert len(cliffs) == 1

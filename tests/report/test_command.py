@@ -21,7 +21,7 @@ def test_markdown_on_stdout() -> None:
     for section in ("## Summary", "## Impact", "## Timeline", "## Root cause", "## Fixes",
                     "## What could not be checked", "## Reproduce the evidence"):  # fmt: skip
         assert section in r.out
-    assert "↓ 1020 → 950, 70 steps lost" in r.out
+    assert "↓ ≥ 1020 → 950, ≥ 70 steps lost" in r.out
     assert "--out FILE.md" in r.out  # where the chart is, since stdout has none
 
 
@@ -101,7 +101,7 @@ def test_live_through_the_fake_api_server(tmp_path: Path) -> None:
         kubeconfig = kube.kubeconfig(tmp_path / "kubeconfig", namespace="team-a")
         r = run_cli(["report", "team-a/sft-resumable", "--kubeconfig", str(kubeconfig), "-q"])
         assert r.rc == 0, r.err
-        assert "live cluster" in r.out and "↓ 480 → 400, 80 steps lost" in r.out
+        assert "live cluster" in r.out and "↓ ≥ 480 → 400, ≥ 80 steps lost" in r.out
         assert "ckpt-doctor report team-a/sft-resumable -o markdown" in r.out
         assert all(req.method == "GET" for req in kube.requests)
     finally:

@@ -53,6 +53,10 @@ class Plant:
 class Corpus:
     scenario: Scenario
     plants: list[Plant] = field(default_factory=list)
+    # the checkpoint directory as `find -printf` lists it, `df`, and DeepSpeed's `latest` (paths can hold secrets)
+    listing: str = ""
+    df: str = ""
+    latest: bytes = b""
 
     def secret(
         self, where: str, kind: str, value: str | None = None, blobs: tuple[str, ...] = (), cls: str = ""
@@ -412,7 +416,25 @@ def build() -> Corpus:
                 o.setdefault("spec", {})["initContainers"] = json.loads(json.dumps(probe.init_containers))
 
     s.post = post
+    _listing(c)
     return c
+
+
+def _listing(c: Corpus) -> None:
+    """Secrets in what a checkpoint listing shows: a file named by a token's shape, a directory whose name carries a
+    password by name, and a pointer file holding an access key."""
+    hf = c.secret("listing", "shape", "hf_" + token(len(c.plants), 36))
+    pw = c.secret("listing", "by-name", token(len(c.plants)))
+    akid = c.secret("listing", "shape", "AKIA" + token(len(c.plants), 16).upper().replace("X", "Q")[:16])
+    t = 1796025600.0
+    rows = [("d", 4096, t, CK), ("d", 4096, t + 10, f"{CK}/checkpoint-100"),
+            ("f", 1000, t + 11, f"{CK}/checkpoint-100/model.safetensors"),
+            ("f", 900, t + 12, f"{CK}/checkpoint-100/trainer_state.json"), ("d", 4096, t + 20, f"{CK}/uploads"),
+            ("f", 10, t + 21, f"{CK}/uploads/{hf}.json"), ("d", 4096, t + 30, f"{CK}/sync-password={pw}"),
+            ("f", 14, t + 31, f"{CK}/latest")]  # fmt: skip
+    c.listing = "".join(f"{k} {n} {m:.3f} {p}\n" for k, n, m, p in rows)
+    c.df = "Filesystem 1-blocks Used Available Capacity Mounted on\n/dev/rbd0 1000000 1000 999000 1% /mnt/ckpt\n"
+    c.latest = f"global_step100 {akid}\n".encode()
 
 
 def kubeconfig(path: Path, server: str, c: Corpus) -> Path:

@@ -16,10 +16,12 @@ import shutil
 import sys
 import tarfile
 from pathlib import Path
+from typing import Any
 
 from tests.clirun import run_cli
+from tests.drill.execws import handler as exec_handler
 from tests.fakeapi.server import FakeKube
-from tests.security.corpus import NAME, NS, Corpus, build, explain_text, kubeconfig, leaks, lint_manifest
+from tests.security.corpus import CK, NAME, NS, Corpus, build, explain_text, kubeconfig, leaks, lint_manifest
 
 FORMATS = ("text", "json", "markdown", "sarif", "junit")
 
@@ -89,22 +91,51 @@ async def _app_exports(bundle: Path, out: Path) -> bytes:
     return _files(out)
 
 
+def _with_listing(bundle: Path, c: Corpus) -> None:
+    """The hand-made bundle carries the checkpoint listing (and df, and DeepSpeed's `latest`) of the running pod."""
+    pod = c.scenario.pod_names()[-1][0]
+    d = bundle / "checkpoints" / pod
+    (d / "node").mkdir(parents=True)
+    (d / "node.txt").write_text(f"# dir: {CK}\n# at: 2026-11-30T10:00:00Z\n" + c.listing)
+    (d / "node.df").write_text(c.df)
+    (d / "node" / "latest").write_bytes(c.latest)
+
+
+def _exec(c: Corpus) -> Any:
+    """What exec answers in the trainer container: the listing, df, and `latest` (the commands --inspect-checkpoints
+    runs)."""
+
+    def run(ns: str, pod: str, container: str, argv: list[str]) -> tuple[int, bytes]:
+        prog = argv[0] if argv else ""
+        if prog == "find":
+            return 0, c.listing.encode()
+        if prog == "df":
+            return 0, c.df.encode()
+        if prog == "head" and argv[-1].endswith("/latest"):
+            return 0, c.latest
+        return 127, b"not found\n"
+
+    return run
+
+
 def run_all(work: Path) -> tuple[dict[str, bytes], Corpus]:
     c = build()
     work.mkdir(parents=True, exist_ok=True)
     bundle = c.scenario.write(work / "handmade")
+    _with_listing(bundle, c)
     out: dict[str, bytes] = {}
     for fmt in FORMATS:
         out[f"diagnose --bundle (hand-made) -o {fmt}"] = _cli(["diagnose", "--bundle", str(bundle), "-o", fmt, "-v"])[1]
     with FakeKube() as kube:
         kube.load_bundle(bundle)
+        kube.upgrade = exec_handler(kube, _exec(c))
         kc = kubeconfig(work / "kubeconfig", kube.url, c)
         live = ["--kubeconfig", str(kc)]
         tgz = work / "collected.tar.gz"
-        _rc, text = _cli(["collect", NAME, "-o", str(tgz), *live])
+        _rc, text = _cli(["collect", NAME, "-o", str(tgz), "--inspect-checkpoints", *live])
         out["collect"] = text + (_archive(tgz) if tgz.exists() else b"")
         follow = work / "followed"
-        _rc, text = _cli(["collect", NAME, "--follow", "-o", str(follow), *live])
+        _rc, text = _cli(["collect", NAME, "--follow", "-o", str(follow), "--inspect-checkpoints", *live])
         out["collect --follow"] = text + (_files(follow) if follow.exists() else b"")
         if tgz.exists():
             for fmt in FORMATS:
@@ -112,7 +143,8 @@ def run_all(work: Path) -> tuple[dict[str, bytes], Corpus]:
                     ["diagnose", "--bundle", str(tgz), "-o", fmt, "-v"]
                 )[1]
         for fmt in FORMATS:
-            out[f"diagnose live -o {fmt}"] = _cli(["diagnose", NAME, "-o", fmt, "-v", "-q", *live])[1]
+            out[f"diagnose live -o {fmt}"] = _cli(["diagnose", NAME, "-o", fmt, "-v", "-q", "--inspect-checkpoints",
+                                                   *live])[1]  # fmt: skip
         out["error: unreachable cluster"] = _cli(["diagnose", NAME, "--context", "broken", *live])[1]
         out["error: collect, unreachable cluster"] = _cli(
             ["collect", NAME, "-o", str(work / "x.tgz"), "--context", "broken", *live]

@@ -46,7 +46,7 @@ def test_the_corpus_plants_over_170_secrets_everywhere_in_every_encoding(written
     assert len(c.plants) >= 170
     assert len({p.secret for p in c.plants}) == len(c.plants)  # each one findable on its own
     where = Counter(p.where for p in c.plants)
-    assert set(where) >= {"env", "args", "script", "configmap", "annotation", "log", "event", "kubeconfig"}
+    assert set(where) >= {"env", "args", "script", "configmap", "annotation", "log", "event", "kubeconfig", "listing"}
     kinds = Counter(p.kind for p in c.plants)
     assert set(kinds) >= {
         "by-name",
@@ -192,3 +192,14 @@ def test_collect_no_redact_still_warns(tmp_path: Path) -> None:
     with tarfile.open(out) as tar:
         meta = tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith("bundle.yaml")))
         assert meta is not None and b"redactions: 0" in meta.read()
+
+
+def test_checkpoint_listings_go_out_redacted_not_dropped(written: tuple[dict, Corpus]) -> None:
+    """The listing, its df and its pointer file reach the bundles (collect, --follow) and the findings, through the
+    one redactor: the paths stay, what they hold of a credential does not."""
+    outs, _ = written
+    for surface in ("collect", "collect --follow"):
+        data = outs[surface]
+        assert b"# container: node" in data and b"999000" in data, surface  # the listing's header, its df
+        assert b"checkpoint-100/trainer_state.json" in data and b"sync-password=" in data, surface
+    assert b"checkpoint-100" in outs["diagnose --bundle (hand-made) -o json"]

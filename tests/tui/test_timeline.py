@@ -21,7 +21,7 @@ async def test_the_rewind_is_a_labelled_cliff() -> None:
         await pilot.press("3")
         await settle(pilot)
         text = screen_text(app)
-        assert "a1: ↓ 1020 → 950, 70 steps lost" in text
+        assert "a1: ↓ ≥ 1020 → 950, ≥ 70 steps lost" in text
         assert "70 (older ckpt)" in text
         chart = app.screen.query_one(StepChart)
         content = chart.render()
@@ -71,4 +71,4 @@ async def test_palette_export_is_the_report_command(tmp_path: Path) -> None:
     assert exported.read_text() == (tmp_path / "cli" / name).read_text()
     for chart in ("ckpt-doctor-team-a-sft-resumable-chart.svg", "ckpt-doctor-team-a-sft-resumable-chart.png"):
         assert (tmp_path / "app" / chart).read_bytes() == (tmp_path / "cli" / chart).read_bytes()
-    assert "## Timeline" in exported.read_text() and "↓ 480 → 400, 80 steps lost" in exported.read_text()
+    assert "## Timeline" in exported.read_text() and "↓ ≥ 480 → 400, ≥ 80 steps lost" in exported.read_text()

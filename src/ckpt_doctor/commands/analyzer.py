@@ -89,22 +89,22 @@ def run(args: argparse.Namespace) -> int:
     def on_signal(signum: int, _frame: Any) -> None:
         stopped.set()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        scope = "all namespaces" if args.all_namespaces else f"namespace {args.namespace or 'of the kubeconfig'}"
-        scope += f", selector {args.selector}" if args.selector else ""
-        print(
-            f"ckpt-doctor analyzer: serving schema.v1.CustomAnalyzerService/Run on {host or '*'}:{bound} "
-            f"(read-only; scope: {scope})",
-            file=sys.stderr,
-            flush=True,
-        )
-        threading.Thread(target=_warm_up, args=(args,), name="ckpt-analyzer-warm-up", daemon=True).start()
-        while not stopped.wait(0.5):
-            pass
-    finally:
-        server.stop(GRACE).wait()
-        for s, h in old.items():
-            signal.signal(s, h)
+    from ckpt_doctor.signals import handled
+
+    with handled((signal.SIGTERM, signal.SIGINT), on_signal):
+        try:
+            scope = "all namespaces" if args.all_namespaces else f"namespace {args.namespace or 'of the kubeconfig'}"
+            scope += f", selector {args.selector}" if args.selector else ""
+            print(
+                f"ckpt-doctor analyzer: serving schema.v1.CustomAnalyzerService/Run on {host or '*'}:{bound} "
+                f"(read-only; scope: {scope})",
+                file=sys.stderr,
+                flush=True,
+            )
+            threading.Thread(target=_warm_up, args=(args,), name="ckpt-analyzer-warm-up", daemon=True).start()
+            while not stopped.wait(0.5):
+                pass
+        finally:
+            server.stop(GRACE).wait()
     print("ckpt-doctor analyzer: stopped", file=sys.stderr, flush=True)
     return 0

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ckpt_doctor.cli import add_cluster_flags, add_log_flags
+from ckpt_doctor.cli import add_cluster_flags, add_inspect_flags, add_log_flags, inspect_options
 from ckpt_doctor.errors import InputError
 
 NO_REDACT_WARNING = (
@@ -59,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="also redact what REGEX matches (repeatable; its first group if it has one, else the whole match)",
     )
     add_log_flags(p)
+    add_inspect_flags(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     add_cluster_flags(p)
     p.set_defaults(func=run)
@@ -67,19 +68,27 @@ def register(sub: argparse._SubParsersAction) -> None:
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """`kill PID` stops a recording the way Ctrl-C does: the bundle is still written."""
+    from ckpt_doctor.signals import handled, raise_interrupt
 
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
+    with handled((signal.SIGTERM,), raise_interrupt):
         yield
+
+
+def _inspect_after_recording(snap: Any, args: argparse.Namespace, inspect: Any) -> None:
+    """collect --follow --inspect-checkpoints: the directory as it is when the recording ends."""
+    from ckpt_doctor.sources.live import Api, CallError, connect
+    from ckpt_doctor.sources.live.inspect import inspect_checkpoints, to_snapshot
+
+    target = snap.meta.get("target") or {}
+    try:
+        api = Api(connect(args.namespace, args.context, args.kubeconfig, args.request_timeout))
+        found = inspect_checkpoints(api, snap, str(target.get("namespace")), str(target.get("name")), inspect)
+    except (CallError, InputError) as e:
+        from ckpt_doctor.snapshot import Gap
+
+        snap.not_collected.append(Gap("checkpoints", f"the cluster could not be reached to list it: {e}"))
         return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    to_snapshot(snap, found)  # redacted with the rest of the snapshot
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,13 +117,17 @@ def run(args: argparse.Namespace) -> int:
 
         with _sigterm_as_interrupt():
             snap, extra = record(args.target, **common)
+        inspect = inspect_options(args)
+        if inspect is not None:
+            _inspect_after_recording(snap, args, inspect)
         redactor.snapshot(snap)
         extra = {k: redactor.bytes(v) for k, v in extra.items()}
         snap.meta["redactions"] = redactor.count
     else:
         from ckpt_doctor.sources.live import collect_live
 
-        snap = collect_live(args.target, redact=not args.no_redact, redact_patterns=args.redact_pattern, **common)
+        snap = collect_live(args.target, redact=not args.no_redact, redact_patterns=args.redact_pattern,
+                            inspect=inspect_options(args), **common)  # fmt: skip
     import os
 
     was = "a symlink, replaced itself (what it pointed to is untouched)" if os.path.islink(args.output) else "a file"
@@ -130,7 +143,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"ckpt-doctor: --force: replaced what was at {out}: {was}", file=sys.stderr)
         print(
             f"ckpt-doctor: wrote {out} for TrainJob {target.get('namespace')}/{target.get('name')}: "
-            f"{len(snap.objects)} objects, {len(snap.logs)} logs, {snap.meta.get('redactions', 0)} redactions, "
+            f"{len(snap.objects)} objects, {len(snap.logs)} logs, "
+            + (f"{len(snap.checkpoints)} checkpoint listing(s), " if snap.checkpoints else "")
+            + f"{snap.meta.get('redactions', 0)} redactions, "
             f"{len(snap.not_collected)} not collected{size}",
             file=sys.stderr,
         )

@@ -50,6 +50,7 @@ def emit(diag: Diagnosis, fmt: str, verbose: bool = False) -> None:
 
 def diagnose_live_target(args: argparse.Namespace) -> Diagnosis:
     """Diagnose the TrainJob `args.target` names, read from the cluster (diagnose and report share it)."""
+    from ckpt_doctor.cli import inspect_options
     from ckpt_doctor.pipeline import diagnose_live
 
     return diagnose_live(
@@ -63,6 +64,7 @@ def diagnose_live_target(args: argparse.Namespace) -> Diagnosis:
         log_bytes=args.log_bytes,
         version_flag=args.trainer_version,
         signature_dirs=args.signatures,
+        inspect=inspect_options(args),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_log_flags
+from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_inspect_flags, add_log_flags
 from ckpt_doctor.commands.common import add_output_flags, emit, live_diagnosis, say_lost
 from ckpt_doctor.errors import UsageError
 
@@ -31,12 +31,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     live = p.add_argument_group("live collection")
     live.add_argument("-q", "--quiet", action="store_true", help="no progress display on stderr")
     add_log_flags(live)
+    add_inspect_flags(live)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.bundle and args.target:
         raise UsageError("give either a live TARGET or --bundle, not both")
+    if getattr(args, "inspect_checkpoints", False) and not args.target:
+        raise UsageError("--inspect-checkpoints lists a live TrainJob's checkpoint directory: name one TrainJob")
     from ckpt_doctor.commands import fleet
     from ckpt_doctor.pipeline import diagnose_snapshot  # the engine loads when a verb runs, not for --help
     from ckpt_doctor.sources.bundle import open_bundle

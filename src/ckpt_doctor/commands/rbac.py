@@ -27,7 +27,7 @@ class Need:
     verb: str
     cluster: bool
     why: str
-    role: str  # diagnose | drill
+    role: str  # diagnose | inspect | drill
     follow_only: bool = False
     optional: bool = False
     namespace: str | None = None  # a fixed namespace (the Trainer controller's), else the TrainJob's
@@ -138,6 +138,18 @@ DRILL: tuple[Need, ...] = (
 )
 
 
+# What `--inspect-checkpoints` (diagnose, collect, report, the app's "Inspect checkpoints") adds: read-only
+# commands through exec, and, only after the user confirms, a reader pod (sources/live/inspect.py).
+INSPECT: tuple[Need, ...] = (
+    Need("", "pods/exec", "create", False, "list the checkpoint directory in a running trainer (find, ls, df, "
+         "head -c: read-only)", "inspect", optional=True),
+    Need("", "pods", "create", False, "a reader pod that mounts the checkpoint PVC read-only when no trainer runs "
+         "(asked first)", "inspect", optional=True),
+    Need("", "pods", "get", False, "wait for the reader pod to start", "inspect", optional=True),
+    Need("", "pods", "delete", False, "delete the reader pod as soon as the listing is read", "inspect", optional=True),
+)
+
+
 def drill_needs(whens: set[str]) -> list[Need]:
     """What one drill run needs: the diagnosis reads plus the drill needs its options call for (required)."""
     out = [n for n in diagnose_needs() if not n.follow_only]
@@ -202,10 +214,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="print the least-privilege Roles, or check the current identity against them",
         description="Print the Role and ClusterRole ckpt-doctor needs to diagnose and collect (read-only: get, "
         "list and watch on exactly what it reads, pods/log, never Secrets), and with --drill the separate Role "
-        "the verify drill needs. --check asks the cluster (SelfSubjectAccessReview) which of them the current "
+        "the verify drill needs, and with --inspect the one --inspect-checkpoints needs. --check asks the cluster "
+        "(SelfSubjectAccessReview) which of them the current "
         "identity has and lists what is missing (exit 1 when something required is missing).",
     )
     p.add_argument("--drill", action="store_true", help="also print (or check) the Role the drill needs")
+    p.add_argument(
+        "--inspect",
+        action="store_true",
+        help="also print (or check) the Role of --inspect-checkpoints: create on pods/exec (read-only commands), and "
+        "create, get and delete on pods (the reader pod, made only after you confirm)",
+    )
     p.add_argument(
         "--fleet",
         action="store_true",
@@ -225,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
             return check(args, fleet)
         sys.stdout.write(render_fleet(fleet, args.name_prefix))
         return 0
-    needs = diagnose_needs() + (list(DRILL) if args.drill else [])
+    needs = diagnose_needs() + (list(INSPECT) if args.inspect else []) + (list(DRILL) if args.drill else [])
     if args.check:
         return check(args, needs)
     sys.stdout.write(render(needs, args.namespace, args.name_prefix))
@@ -306,6 +325,18 @@ def render(needs: list[Need], namespace: str | None, prefix: str = "ckpt-doctor"
     )
     fixed = [n for n in diag if n.namespace]
     docs += _trainer_version_roles(fixed, prefix)
+    inspect = [n for n in needs if n.role == "inspect"]
+    if inspect:
+        docs.append(
+            _doc(
+                "Role",
+                f"{prefix}-inspect",
+                namespace,
+                inspect,
+                "optional: --inspect-checkpoints (diagnose, collect, report; the app's Inspect checkpoints): "
+                "read-only commands through exec, and a short-lived reader pod only after you confirm",
+            )
+        )
     drill = [n for n in needs if n.role == "drill"]
     if [n for n in drill if n.cluster]:
         docs.append(

@@ -92,34 +92,34 @@ def run(args: argparse.Namespace) -> int:
         got.append(signal.Signals(signum).name)
         stop.set()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    from ckpt_doctor.signals import handled
+
+    with handled((signal.SIGINT, signal.SIGTERM), on_signal):
         try:
-            sb.start()
-        except OSError as e:
-            raise InputError(f"cannot serve on 127.0.0.1:{args.port}: {e.strerror or e}") from None
-        err = sys.stderr
-        print(f"ckpt-doctor sandbox: {simulation.WORDS} at {sb.url}, Kubernetes {simulation.server_version()}",
-              file=err)
-        for spec in sb.specs:
-            print(f"  TrainJob {sb.namespace}/{spec.name}: {spec.title} [{sb.spoken[spec.name]}]", file=err)
-        for note in sb.notes:
-            print(f"  note: {note}", file=err)
-        kc = sb.kubeconfig
-        print(f"  try: ckpt-doctor --kubeconfig {kc}                      (the app; : → Start the verify drill)",
-              file=err)
-        print(f"       ckpt-doctor drill {sb.namespace}/healthy-resume --yes --kubeconfig {kc}", file=err)
-        print(f"       ckpt-doctor diagnose -A --kubeconfig {kc}", file=err)
-        print(f"       kubectl --kubeconfig {kc} get trainjobs,pods", file=err)
-        print("  Ctrl-C stops it.", file=err, flush=True)
-        print(f"ready {sb.url} kubeconfig {kc}", flush=True)
-        while not stop.wait(0.5):
-            problems = sb.errors()
-            if problems:
-                raise InputError(f"the simulation hit a bug and stopped: {problems[0].strip().splitlines()[-1]}")
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        sb.stop()
+            try:
+                sb.start()
+            except OSError as e:
+                raise InputError(f"cannot serve on 127.0.0.1:{args.port}: {e.strerror or e}") from None
+            err = sys.stderr
+            print(f"ckpt-doctor sandbox: {simulation.WORDS} at {sb.url}, Kubernetes {simulation.server_version()}",
+                  file=err)
+            for spec in sb.specs:
+                print(f"  TrainJob {sb.namespace}/{spec.name}: {spec.title} [{sb.spoken[spec.name]}]", file=err)
+            for note in sb.notes:
+                print(f"  note: {note}", file=err)
+            kc = sb.kubeconfig
+            print(f"  try: ckpt-doctor --kubeconfig {kc}                      (the app; : → Start the verify drill)",
+                  file=err)
+            print(f"       ckpt-doctor drill {sb.namespace}/healthy-resume --yes --kubeconfig {kc}", file=err)
+            print(f"       ckpt-doctor diagnose -A --kubeconfig {kc}", file=err)
+            print(f"       kubectl --kubeconfig {kc} get trainjobs,pods", file=err)
+            print("  Ctrl-C stops it.", file=err, flush=True)
+            print(f"ready {sb.url} kubeconfig {kc}", flush=True)
+            while not stop.wait(0.5):
+                problems = sb.errors()
+                if problems:
+                    raise InputError(f"the simulation hit a bug and stopped: {problems[0].strip().splitlines()[-1]}")
+        finally:
+            sb.stop()
     print(f"ckpt-doctor sandbox: stopped by {got[0] if got else 'request'}", file=sys.stderr)
     return 0

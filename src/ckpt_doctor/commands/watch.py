@@ -117,15 +117,15 @@ def run(args: argparse.Namespace) -> int:
         watcher.stop_event.set()
         watcher.pending.wake.set()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        watcher.start()
-        log.info("watching", scope=ns or "all namespaces", selector=args.selector, readOnly=not args.emit_events,
-                 debounce=opts.debounce, **_simulated(cluster))  # fmt: skip
-        watcher.run(until=stopped.is_set)
-    finally:
-        watcher.stop()
-        for s, h in old.items():
-            signal.signal(s, h)
+    from ckpt_doctor.signals import handled
+
+    with handled((signal.SIGTERM, signal.SIGINT), on_signal):
+        try:
+            watcher.start()
+            log.info("watching", scope=ns or "all namespaces", selector=args.selector, readOnly=not args.emit_events,
+                     debounce=opts.debounce, **_simulated(cluster))  # fmt: skip
+            watcher.run(until=stopped.is_set)
+        finally:
+            watcher.stop()
     log.info("stopped")
     return 0

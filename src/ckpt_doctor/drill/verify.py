@@ -183,9 +183,11 @@ def diagnose(
     recorder (`collect --follow`) keeps them: their last state and their log."""
     from ckpt_doctor.pipeline import diagnose_snapshot
     from ckpt_doctor.sources.live import collect_live
+    from ckpt_doctor.sources.live.inspect import Inspect
     from ckpt_doctor.sources.redact import Redactor
 
-    snap = collect_live(target, namespace, context, kubeconfig, timeout, quiet=True)
+    # the drill already needs exec: the fresh diagnosis lists the checkpoint directory too (never a reader pod)
+    snap = collect_live(target, namespace, context, kubeconfig, timeout, quiet=True, inspect=Inspect())
     ns = target.partition("/")[0]
     redactor = Redactor()
     present = {o.name for o in snap.of_kind("Pod")}

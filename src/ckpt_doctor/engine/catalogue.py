@@ -100,6 +100,7 @@ def parse_rule(doc: dict[str, Any], where: str) -> Rule:
         reads=parse_reads(doc.get("reads"), where, str(doc["id"])),
         versioned=bool(doc.get("versioned")),
         confidence=" ".join(str(doc.get("confidence") or "").split()),
+        listing=" ".join(str(doc.get("listing") or "").split()),
     )
 
 

@@ -33,6 +33,7 @@ class Rule:
     reads: tuple[tuple[str, str], ...] = ()  # (kind, field path prefix) the check reads: malformed => not_evaluated
     versioned: bool = False  # its answer depends on the Trainer version: judged for every version still possible
     confidence: str = ""  # how sure a failure of this rule can be, and when it is not evaluated (docs)
+    listing: str = ""  # what a checkpoint listing (contracts.md §2 checkpoints/) adds to it (docs)
 
     def to_json(self) -> dict[str, Any]:
         """The rule as `rules show -o json` prints it (and rules/index.json and the MCP server hold it)."""

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckpt_doctor.facts.logs import LogEvent, LogSummary, Signature, scan_log
+from ckpt_doctor.facts.logs import LogEvent, LogSummary, Signature, resolve_progress, scan_log
 from ckpt_doctor.scope import (
     JOBSET_NAME_LABEL,
     REPLICATED_JOB_LABEL,
@@ -114,9 +114,11 @@ class Run:
         A bar first drawn past step 1 was restored: resumed from there. A bar at 0 or 1 that then
         moves on a step at a time is a fresh start. A bar drawn at 0/N and then jumping far is
         ambiguous: tqdm draws a resumed bar at 0 before it moves it to the restored step, and a fast
-        fresh run skips counts between redraws, so that case stays unknown.
+        fresh run skips counts between redraws, so that case stays unknown. Only bars redrawn at every update
+        count (tqdm): a loop's every-N-steps line, Lightning's `max_steps reached` and a bar rich draws once at
+        the end without a TTY show where a run got to, not where it began.
         """
-        head = [e for e in self.training_progress() if e.window == "head"]
+        head = [e for e in self.training_progress() if e.window == "head" and e.redrawn]
         if not head:
             return ("unknown", None, None)
         first = head[0]
@@ -181,6 +183,8 @@ class Run:
     def _went_on(self, events: list[LogEvent], i: int) -> bool:
         e = events[i]
         for x in events[i + 1 :]:
+            if x.kind in ("saved", "sigterm_flush") and x.step == e.step and x.signature not in PRINTED_BEFORE_WRITE:
+                return True  # its completion line: what comes after it is no longer this save's business
             if x.kind in ("error", "save_failed", "oom", "disk_full"):
                 return False
             if x.kind == "progress" and x.step is not None and e.step is not None and x.step > e.step:
@@ -376,13 +380,18 @@ def _log_gap(scope: Scope, pod: Obj, container: str, previous: bool) -> str:
     return f"{'previous ' if previous else ''}log of {pod.name}/{container} not in the snapshot"
 
 
-def build_history(scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, LogSummary] | None = None) -> History:
+def build_history(
+    scope: Scope, sigs: list[Signature], log_cache: dict[LogRef, LogSummary] | None = None, program: Any = None
+) -> History:
+    """`program`: the trainer's program as its code shows it (facts/program), which says what a framework's
+    progress bar counts (`resolve_progress`); None when it is not read."""
     h = History()
     cache = log_cache if log_cache is not None else {}
 
     def summary(ref: LogRef) -> LogSummary:
         if ref not in cache:
             cache[ref] = scan_log(ref, sigs)
+            resolve_progress(cache[ref], program)
         return cache[ref]
 
     runs: list[Run] = []

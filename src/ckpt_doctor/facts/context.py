@@ -21,6 +21,7 @@ from ckpt_doctor.snapshot import Obj
 
 if TYPE_CHECKING:
     from ckpt_doctor.engine.model import Rule
+    from ckpt_doctor.facts.checkpoints import Volume
 
 NEEDS_CLUSTER = "needs cluster evidence (pods, events, logs); lint sees only manifests"
 # frameworks that save checkpoints unless told not to (HF Trainer's save_strategy, Lightning's
@@ -207,7 +208,14 @@ class Facts:
 
     @cached_property
     def history(self) -> History:
-        return build_history(self.scope, self.sigs)
+        return build_history(self.scope, self.sigs, program=self._code_program if self.mode == "diagnose" else None)
+
+    @cached_property
+    def volume(self) -> Volume:
+        """The checkpoints on the volume, from the snapshot's listings (facts/checkpoints.py)."""
+        from ckpt_doctor.facts.checkpoints import build_volume
+
+        return build_volume(self)
 
     @cached_property
     def trainer_job(self) -> TrainerJob | None:
@@ -241,13 +249,17 @@ class Facts:
         return self.pod_specs[0] if self.pod_specs else self.intended
 
     @cached_property
+    def _code_program(self) -> Program | None:
+        """The program as its code shows it, before the logs add their stacks (the history reads it to know
+        what a framework's progress bar counts)."""
+        return build_program(self.spec, self.scope) if self.spec is not None else None
+
+    @cached_property
     def program(self) -> Program | None:
         """The trainer's program read through the shell, Python and config readers, its stacks from the
         code and (in diagnose) from what the logs show."""
-        if self.spec is None:
-            return None
-        prog = build_program(self.spec, self.scope)
-        if self.mode == "diagnose":
+        prog = self._code_program
+        if prog is not None and self.mode == "diagnose":
             add_log_stacks(prog, self.history)
         return prog
 

@@ -14,10 +14,14 @@ the cost grows with the number of logs, never with their size. Each window is re
    dropped, surrounding blanks and CRLF trimmed, and prefixes peeled off in any combination:
    `kubectl logs --timestamps` and `--prefix`, torchrun rank tags (`[rank0]:`, `[default0]:`,
    `0: `), logger formats (HF/LlamaFactory `[INFO|file.py:N] date >> `, `date - LEVEL - name - `,
-   DeepSpeed `[date] [INFO] [file:N:fn] [Rank 0] `, `INFO:root:`, glog `I1130 08:01:02.1 pid
-   file:N] `, loguru), a JSON record's message field, and the remains of a tqdm bar that a logger
-   line was appended to. What is left is the event's `message`; the timestamp and rank found on
-   the way become `time` and `rank`. A line longer than `MAX_LINE` characters is cut to
+   DeepSpeed `[date] [INFO] [file:N:fn] [Rank 0] `, accelerate 1.15's `[RANK 0] `, `INFO:root:`,
+   glog `I1130 08:01:02.1 pid file:N] `, loguru), a framework logger's own tag (transformers 5's
+   `[transformers] `, declared in its framework module), and the remains of a tqdm bar that a
+   logger line was appended to. A structured (JSON) record becomes its message followed by its
+   other fields in the logfmt form, so `{"msg": "saved checkpoint", "step": 10, "path": "/c/s10"}`
+   reads as `saved checkpoint step=10 path=/c/s10` and one signature reads a record, a logfmt line
+   and a printed sentence alike. What is left is the event's `message`; the timestamp and rank
+   found on the way become `time` and `rank`. A line longer than `MAX_LINE` characters is cut to
    `MAX_LINE` characters around each keyword hit (at most once per keyword and line).
 3. **Matching.** Each candidate signature's pattern, compiled with google-re2 (linear time, no
    backtracking; a pattern re2 cannot compile is refused when the signature is loaded) runs once
@@ -67,6 +71,8 @@ import re2
 from ckpt_doctor import frameworks
 from ckpt_doctor.data import rules_dir
 from ckpt_doctor.errors import InputError
+from ckpt_doctor.facts import tracebacks
+from ckpt_doctor.facts.tracebacks import Traceback
 from ckpt_doctor.snapshot import LogRef
 from ckpt_doctor.yamlio import iter_documents
 
@@ -76,6 +82,9 @@ MAX_LINE = 2000  # characters of one line given to a pattern (around the keyword
 EDGE = 4  # training-progress lines kept at the start of a log (a bar's first draw can be its 0/N reset)
 TAIL_EDGE = 2  # and at its end
 MAX_PROBES = 256  # progress lines examined at most from each edge
+# training lines without a step examined from an edge while looking for ones with a step (a loop's bar redrawn
+# every step around the structured record it prints every N steps: recordings dcp-1rank-*-jsonlog)
+STEPLESS = 64
 MAX_PER_SIGNATURE = 256  # events of one signature kept per window (a crafted log repeats lines)
 BLOCK = 16 * 1024  # the keyword pass reports presence per block of this size
 EVENT_KINDS = frozenset(
@@ -97,6 +106,7 @@ EVENT_KINDS = frozenset(
         "finished",
         "overwrite_output",
         "worker_restart",
+        "traceback",
     }
 )
 BAR_KINDS = ("train", "load", "eval", "data", "download", "other")
@@ -123,6 +133,7 @@ class Signature:
     fallback: bool = False  # hand-rolled phrasings: tried after every framework's own signatures
     where: str = ""  # the file it came from
     ignore: bool = False  # a framework's line that is no event: matching it only keeps fallbacks off it
+    redraws: bool = False  # progress: a bar redrawn at every update (tqdm), so its first line shows where it began
 
     def match(self, message: bytes) -> dict[str, bytes] | None:
         """The named groups of the pattern's first match in `message` (UTF-8), or None."""
@@ -147,6 +158,9 @@ class LogEvent:
     bar: str | None = None  # progress only: one of BAR_KINDS
     message: str = ""  # the normalised message the pattern matched
     count: int | None = None  # progress: the bar's own count (batches in the epoch for Lightning)
+    traceback: Traceback | None = None  # kind "traceback": the typed traceback (facts/tracebacks.py)
+    desc: str | None = None  # progress: the bar's description, when it has one
+    redrawn: bool = False  # progress: a line of a bar redrawn at every update (its signature's `redraws`)
 
     def evidence(self, ref: LogRef, attempt: int | None = None) -> dict[str, Any]:
         ev: dict[str, Any] = {
@@ -175,6 +189,9 @@ class LogSummary:
     first_time: str | None = None  # first and last timestamp seen in the windows read
     last_time: str | None = None
     total_steps: int | None = None  # e.g. HF's `Total optimization steps = N`, when seen
+    # a traceback after the resume line in the tail window, with the middle of the log unread: whether the run
+    # crashed while loading cannot be told (the rules that need it are not_evaluated), else ""
+    load_crash_unknown: str = ""
 
     def of(self, *kinds: str) -> list[LogEvent]:
         if len(kinds) == 1:  # the common case, indexed once per summary
@@ -270,9 +287,13 @@ def _parse_file(doc: Any, where: str) -> list[Signature]:
             raise InputError(f"signature {sid}: `bar:` is for progress signatures, one of {kinds}", where)
         pat = _compile(str(s["pattern"]), sid, "pattern", where)
         unless = _compile(str(s["unless"]), sid, "unless", where) if s.get("unless") else None
+        redraws = bool(s.get("redraws", False))
+        if redraws and event != "progress":
+            raise InputError(f"signature {sid}: `redraws:` is for progress signatures", where)
         sigs.append(
             Signature(
-                sid, fw, event, kws[0], pat, kws, unless, bar, str(sets) if sets else None, fallback, where, ignore
+                sid, fw, event, kws[0], pat, kws, unless, bar, str(sets) if sets else None, fallback, where, ignore,
+                redraws,
             )
         )
     return sigs
@@ -378,7 +399,7 @@ _P_BRACKET_TS = re.compile(
     rb"(?:\[Rank (\d{1,5})\] )?"
 )
 _P_LEVEL_TAG = re.compile(rb"\[" + _LEVEL + rb"\] (?:\[Rank (\d{1,5})\] )?")
-_P_DS_RANK = re.compile(rb"\[Rank (\d{1,5})\] ")
+_P_DS_RANK = re.compile(rb"\[(?:Rank|RANK) (\d{1,5})\] ")  # DeepSpeed `[Rank 0] `, accelerate 1.15's logger `[RANK 0] `
 _P_STD = re.compile(
     _DATE + rb"(?: - | \| | )(?:" + _LEVEL + rb" {0,8}(?: - | \| | ))?(?:[\w.\[\]<>-]{1,128}(?::\w{1,64}:\d{1,6})?"
     rb"(?: - | \| ))?(?:" + _LEVEL + rb"(?: - | \| |: ))?"
@@ -391,6 +412,12 @@ _P_BAR_REMNANT = re.compile(rb"[^%\r\n]{0,160}%\|[^|\n]{0,160}\|[^\[\n]{0,64}\[[
 _JSON_MESSAGE = ("message", "msg", "event", "log", "text")
 _JSON_TIME = ("time", "timestamp", "ts", "@timestamp", "asctime", "date", "datetime")
 _JSON_RANK = ("rank", "global_rank", "RANK")
+_JSON_SKIP = frozenset({"level", "levelname", "severity", "logger", "name", "module", "filename", "funcName", "lineno",
+                        "process", "thread", "threadName", "taskName", "pid", "hostname", "host",
+                        "stream"})  # fmt: skip
+_JSON_KEY = re.compile(r"[A-Za-z_][\w./-]{0,63}$")
+_JSON_MAX_FIELDS = 24  # fields of one record given to the signatures
+_JSON_MAX_VALUE = 512  # characters of one field's value
 
 
 @dataclass
@@ -400,6 +427,8 @@ class _Line:
     time: str | None = None
     rank: int | None = None
     nested: bool = False  # drawn with cursor-up codes: a tqdm bar at position >= 1
+    indent: int | None = None  # a structured record's message: how far it was indented
+    record_message: bytes | None = None  # a structured record's message alone (without its fields)
 
 
 def _utc(text: str, offset: str = "") -> str | None:
@@ -444,6 +473,10 @@ def _peel(seg: bytes, line: _Line, allow_bar: bool) -> bytes:
         c = seg[0]
         m = None
         if c == 0x5B:  # [
+            cut = next((len(p) for p in frameworks.log_prefixes() if seg.startswith(p)), 0)
+            if cut:  # a framework logger's own prefix (`[transformers] `)
+                seg = seg[cut:].lstrip()
+                continue
             m = _P_KUBE_PREFIX.match(seg)
             if m is None:
                 m = _P_RANK_TAG.match(seg)
@@ -489,16 +522,9 @@ def _peel(seg: bytes, line: _Line, allow_bar: bool) -> bytes:
             except ValueError:
                 rec = None
             if isinstance(rec, dict):
-                msg = next((rec[k] for k in _JSON_MESSAGE if isinstance(rec.get(k), str)), None)
-                if msg is not None:
-                    tv = next((rec[k] for k in _JSON_TIME if k in rec), None)
-                    line.time = line.time or _json_time(tv)
-                    rv = next((rec[k] for k in _JSON_RANK if k in rec), None)
-                    if line.rank is None and isinstance(rv, int | str) and str(rv).isdigit():
-                        line.rank = int(rv)
-                    seg = msg.encode("utf-8", "replace").strip()
-                    if b"\x1b" in seg:
-                        seg = _ANSI_B.sub(b"", seg)
+                got = _record(rec, line)
+                if got is not None:
+                    seg = got
                     continue
             return seg
         elif 0x41 <= c <= 0x5A:  # an upper-case letter: INFO:root:, glog
@@ -511,6 +537,59 @@ def _peel(seg: bytes, line: _Line, allow_bar: bool) -> bytes:
             return seg
         seg = seg[m.end() :].lstrip()
     return seg
+
+
+def _record(rec: dict[str, Any], line: _Line) -> bytes | None:
+    """A structured record read as its message followed by its other fields in the logfmt form
+    (`saved checkpoint step=10 path=/ckpt/step-10`), so that one signature reads a JSON record, a logfmt line
+    and a printed sentence alike; its time and rank go to `line`. None: not a log record (no message and no
+    field a signature could read)."""
+    msg = next((rec[k] for k in _JSON_MESSAGE if isinstance(rec.get(k), str)), None)
+    fields = []
+    for k, v in rec.items():
+        if len(fields) >= _JSON_MAX_FIELDS:
+            break
+        if k in _JSON_MESSAGE or k in _JSON_TIME or k in _JSON_RANK or k in _JSON_SKIP or not isinstance(k, str):
+            continue
+        if isinstance(v, bool) or not isinstance(v, str | int | float) or not _JSON_KEY.match(k):
+            continue
+        text = str(v)[:_JSON_MAX_VALUE]
+        if not text or "\n" in text or "\r" in text:
+            continue
+        fields.append(f'{k}="{text}"' if (" " in text or "\t" in text) else f"{k}={text}")
+    if msg is None and not fields:
+        return None
+    if msg:
+        body = msg.rstrip("\r\n")
+        line.indent = len(body) - len(body.lstrip(" \t"))
+        line.record_message = body.strip().encode("utf-8", "replace")
+    tv = next((rec[k] for k in _JSON_TIME if k in rec), None)
+    line.time = line.time or _json_time(tv)
+    rv = next((rec[k] for k in _JSON_RANK if k in rec), None)
+    if line.rank is None and isinstance(rv, int | str) and str(rv).isdigit():
+        line.rank = int(rv)
+    seg = " ".join(([msg.strip()] if msg and msg.strip() else []) + fields).encode("utf-8", "replace")
+    if b"\x1b" in seg:
+        seg = _ANSI_B.sub(b"", seg)
+    return seg
+
+
+def _tb_line(seg: bytes, inner: bool = False) -> tuple[int, bytes]:
+    """A traceback line without its prefixes, and how far it is indented after them (tracebacks.read)."""
+    if seg[:1] in (b" ", b"\t") and b"\x1b" not in seg:  # no prefix: a frame or a source line as Python wrote it
+        text = seg.lstrip(b" \t")
+        return len(seg) - len(text), text
+    if b"\x1b" in seg:
+        seg = _ANSI_B.sub(b"", seg)
+    probe = _Line(b"", b"")
+    rest = _peel(seg, probe, allow_bar=False)
+    text = rest.lstrip(b" \t")
+    if probe.indent is not None and not inner:  # a structured record: its message, as a line of its own
+        body = probe.record_message or b""
+        ind, text = _tb_line(b" " * probe.indent + body, inner=True)
+        return ind, text
+    lead = seg[: len(seg) - len(text)] if seg.endswith(text) else b""
+    return len(lead) - len(lead.rstrip(b" \t")), text
 
 
 def _normalise(raw: bytes, s: int, e: int, line_start: int, at_start: bool) -> _Line:
@@ -608,6 +687,7 @@ def _progress(sig: Signature, gd: dict[str, bytes], ev: LogEvent, nested: bool) 
         ev.bar = "train"
         return
     desc = gd.get("desc", b"").decode("utf-8", "replace").strip().rstrip(":").strip()
+    ev.desc = desc or None
     bar = _classify_bar(desc, nested)
     ev.bar = bar
     step = None
@@ -781,12 +861,26 @@ class _Window:
                     claimed = claimed or not (sig.fallback or sig.framework == "generic")
                     continue
                 ev = self._event(sig, gd, line, vs, ve)
+                if ev.kind == "traceback":
+                    self._traceback(ev, ls if vs == s else vs)
                 claimed = claimed or not (sig.fallback or sig.framework == "generic")
                 done.add(sig.event)
                 if ev.kind != sig.event:
                     done.add(ev.kind)
                 self.per_sig[si] = self.per_sig.get(si, 0) + 1
                 self.events.append(ev)
+
+    def _traceback(self, ev: LogEvent, start: int) -> None:
+        """Read the traceback whose header is `ev`'s line; the event stands at its exception line."""
+        tb = tracebacks.read(self.raw, start, _tb_line)
+        ev.traceback = tb
+        if tb.exc_offset >= 0:
+            end = self.raw.find(b"\n", tb.exc_offset)
+            text = self.raw[tb.exc_offset : end if end >= 0 else len(self.raw)]
+            if b"\x1b" in text:
+                text = _ANSI_B.sub(b"", text)
+            ev.offset = tb.exc_offset
+            ev.text = text.decode("utf-8", "replace").strip()[:MAX_LINE]
 
     def _event(self, sig: Signature, gd: dict[str, bytes], line: _Line, s: int, e: int) -> LogEvent:
         text = self.raw[s:e]
@@ -856,13 +950,14 @@ class _Window:
                 if name is not None:
                     ev.window = name
                 if ev.bar == "train":
-                    self.events.append(ev)
                     trained += 1
                     with_step += ev.step is not None
+                    if ev.step is not None or trained - with_step <= 2 * edge:
+                        self.events.append(ev)
                 elif (ev.bar or "", ev.message[:24]) not in seen_desc:
                     seen_desc.add((ev.bar or "", ev.message[:24]))
                     self.events.append(ev)
-            if with_step >= edge or trained >= 2 * edge:
+            if with_step >= edge or trained - with_step >= STEPLESS:
                 return
             other = ev is not None and ev.bar != "train"
             if forward:  # past this segment; past the whole physical line for another bar
@@ -884,17 +979,24 @@ class _Window:
         if order is None:
             order = sorted({i for k in ks for i in idx.progress_sigs[k]}, key=idx.priority.__getitem__)
             self._orders[key] = order
-        for si in order:
-            sig = idx.sigs[si]
-            gd = sig.match(line.bar_message)
-            if gd is None or (sig.unless is not None and _search(sig.unless, line.bar_message) is not None):
-                continue
-            if sig.sets == "total_steps":
-                self.total_steps = _int(gd.get("total")) or self.total_steps
-            ev = self._event(sig, gd, line, s, e)
-            _progress(sig, gd, ev, line.nested)
-            return ev
-        return None
+        first: LogEvent | None = None
+        for text in (line.bar_message, line.message) if line.message != line.bar_message else (line.bar_message,):
+            # a bar's remnant with a logger's line after it: the line's own progress counts when it has a step
+            for si in order:
+                sig = idx.sigs[si]
+                gd = sig.match(text)
+                if gd is None or (sig.unless is not None and _search(sig.unless, text) is not None):
+                    continue
+                if sig.sets == "total_steps":
+                    self.total_steps = _int(gd.get("total")) or self.total_steps
+                ev = self._event(sig, gd, line, s, e)
+                _progress(sig, gd, ev, line.nested)
+                ev.redrawn = sig.redraws
+                if ev.step is not None or ev.bar != "train" or text is line.message:
+                    return ev if ev.step is not None or first is None else first
+                first = first or ev
+                break
+        return first
 
     def finish(self) -> list[LogEvent]:
         self.events.sort(key=lambda ev: ev.offset)
@@ -977,7 +1079,108 @@ def scan_log(ref: LogRef, sigs: list[Signature], head: int = HEAD_BYTES, tail: i
     times.extend(e.time for e in summary.events if e.time)
     if times:
         summary.first_time, summary.last_time = min(times), max(times)
+    _crash_while_loading(summary)
     return summary
+
+
+# -- what a framework's bar counts, once the program is known ---------------------------------------------
+def resolve_progress(s: LogSummary, program: Any) -> None:
+    """Give a framework's training bars their global step from its rule (`Bar.step`), in a program whose code
+    shows the framework: Lightning's `Epoch 0: k/M` counts batches, the global step only when each batch is one
+    optimizer step, which the program's Trainer says. A step the bar's own postfix shows (`step=`) is kept."""
+    stacks = set(getattr(program, "stacks", None) or ())
+    rules = [b for fw, b in frameworks.bar_rules() if fw in stacks]
+    if not rules:
+        return
+    for e in s.of("progress"):
+        if e.bar != "train" or e.desc is None:
+            continue
+        bar = next((b for b in rules if b.rx.match(e.desc)), None)
+        if bar is None or _POSTFIX_STEP.search(e.message.rpartition("[")[2]):
+            continue
+        assert bar.step is not None
+        e.step = bar.step(e.epoch, e.count, e.total, program)
+
+
+# -- a crash while loading ------------------------------------------------------------------------------
+_MISSING = re.compile(r"FileNotFoundError|No such file or directory|\[Errno 2\]|ENOENT|does not exist|not found")
+_QUOTED_PATH = re.compile(r"""['"]([^'"\s]*/[^'"\s]+)['"]""")
+
+
+def _crash_while_loading(s: LogSummary) -> None:
+    """A run that stopped with a traceback before it trained a step, after its resume line or through a
+    framework's loading code (`Logs.load_frames`), crashed while loading a checkpoint, whatever its exception
+    says: a `load-crash` event is added at the exception line of the program's own traceback (the first one
+    through a frame of the program; else the first one), `partial_checkpoint` when a traceback on the way says
+    a file inside the checkpoint being resumed is missing (it is incomplete), else `resume_error`. Nothing is
+    added when the log names the failure already (a known signature), when the run trained after all (a
+    traceback it logged and survived), or when the lines between the two were not read."""
+    if s.of("resume_error") or s.of("partial_checkpoint"):
+        return  # a known failure text already says it
+    events = s.events
+    resume = next((e for e in events if e.kind == "resumed"), None)
+    after = events[events.index(resume) + 1 :] if resume is not None else events
+    if any(_trained(e, resume) for e in after):
+        return
+    tbs = [e for e in after if e.kind == "traceback" and e.traceback is not None and e.traceback.exc_type]
+    if not tbs:
+        return
+    if resume is None:
+        frames = frameworks.load_frames()
+        if frames is None or not any(frames.search(f"{f.file}:{f.function}") for e in tbs
+                                     for f in e.traceback.frames):  # type: ignore[union-attr]  # fmt: skip
+            return  # an error before training, and nothing says it was loading a checkpoint
+    crash = next((e for e in tbs if e.traceback.program_frame is not None), tbs[0])  # type: ignore[union-attr]
+    if resume is not None and resume.window != crash.window and not s.whole:
+        s.load_crash_unknown = (f"its log shows a traceback ({crash.text[:120]}) after its resume line, and the "
+                                "middle of the log between them was not read: whether it trained first is unknown")
+        return
+    _add_load_crash(s, crash, [e.traceback for e in tbs], resume)  # type: ignore[misc]
+
+
+def _trained(e: LogEvent, resume: LogEvent | None) -> bool:
+    """Whether the event shows training went on (a step past where the run began, a save, the end)."""
+    if e.kind in ("saved", "save_started", "sigterm_flush", "finished"):
+        return True
+    if e.kind == "progress" and e.bar == "train":
+        began = resume.step if resume is not None and resume.step is not None else 0
+        return e.step is None or e.step > began
+    return False
+
+
+def _add_load_crash(s: LogSummary, at: LogEvent, tbs: list[Traceback], resume: LogEvent | None) -> None:
+    tb = at.traceback
+    assert tb is not None
+    ckpt = resume.path if resume is not None else None
+    step = resume.step if resume is not None else None
+    inside: str | None = None
+    for t in tbs:  # a missing file inside the checkpoint being resumed, said by any traceback on the way
+        if not _MISSING.search(t.exception):
+            continue
+        for missing in _QUOTED_PATH.findall(t.message):
+            parent = missing.rstrip("/").rsplit("/", 1)[0]
+            if (ckpt and missing.startswith(ckpt.rstrip("/") + "/")) or (
+                not ckpt and step is not None and _step_from_path(parent) == step
+            ):
+                inside = inside or parent
+    kind = "partial_checkpoint" if inside else "resume_error"
+    ckpt = ckpt or inside
+    ev = LogEvent(
+        kind=kind,
+        signature="load-crash",
+        framework="generic",
+        text=at.text,
+        step=step,
+        path=ckpt,
+        line=at.line,
+        window=at.window,
+        offset=at.offset,
+        time=at.time,
+        rank=at.rank,
+        message=tb.summary()[:MAX_LINE],
+        traceback=tb,
+    )
+    s.events.insert(s.events.index(at) + 1, ev)
 
 
 def _merge_tail(summary: LogSummary, tail_events: list[LogEvent], base: int | None, head_len: int) -> None:

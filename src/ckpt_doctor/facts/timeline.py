@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from ckpt_doctor import frameworks
 from ckpt_doctor.facts.attempts import SIGKILL_EXIT, SIGTERM_EXIT, Attempt, History, Run
 from ckpt_doctor.scope import event_ev, event_fields
 
@@ -105,9 +106,10 @@ class Ending:
 @dataclass
 class Save:
     step: int
-    at: str | None  # the log line's timestamp, when it has one
+    at: str | None  # the log line's timestamp, when it has one (a listing's save: the checkpoint's mtime)
     path: str | None
     evidence: dict[str, Any]
+    source: str = "log"  # log | listing (a complete checkpoint last written inside the attempt's run)
 
 
 @dataclass
@@ -149,6 +151,17 @@ class AttemptFact:
     evidence: list[dict[str, Any]] = field(default_factory=list)  # what proves a lost attempt happened
     span: int = 1  # how many attempts it stands for: container instances known only from a restart counter
     resume_failed: str = ""  # the line that shows its resume failed to load the checkpoint it named
+    # the attempt may have trained past `last_step`: it was stopped (a kill, SIGTERM, a crash) or is still running,
+    # or its log does not show where training ended; the true last step is at least `last_step` (issue 19)
+    last_step_bound: bool = False
+    last_step_unknown: str = ""  # why `last_step` is None, when its log is there and shows no step
+
+    @property
+    def last_step_text(self) -> str:
+        """`24`, `≥ 24` (a lower bound) or `unknown`."""
+        if self.last_step is None:
+            return "unknown"
+        return f"≥ {self.last_step}" if self.last_step_bound else str(self.last_step)
 
     @property
     def label(self) -> str:
@@ -195,6 +208,7 @@ class Interruption:
     gpus: int | None
     unknown: str  # why steps_lost is None
     label: str  # `↓ 1020 → 950, 70 steps lost`
+    from_bound: bool = False  # `from_step` is a lower bound (the attempt before was stopped): so is `steps_lost`
 
 
 @dataclass
@@ -218,8 +232,11 @@ class Timeline:
 
     @property
     def bounds(self) -> list[str]:
-        """Why the totals are lower bounds: attempts not seen, or an interruption whose cost is not known."""
+        """Why the totals are lower bounds: attempts not seen, an interruption whose cost is not known, or one
+        that follows a stopped attempt (its last visible step is a lower bound)."""
         out = [i.unknown for i in self.interruptions if i.unknown]
+        out += [f"{self.attempts[i.before].label} was stopped: its last visible step is a lower bound"
+                for i in self.interruptions if i.from_bound]  # fmt: skip
         out += [f"{a.label}: {a.inferred}" for a in self.attempts if a.span > 1]
         if self.unseen:
             out.append(self.unseen)
@@ -240,7 +257,7 @@ class Timeline:
             not self.unseen
             and not self.doubt
             and all(a.span == 1 for a in self.attempts)
-            and all(i.steps_lost is not None for i in self.interruptions)
+            and all(i.steps_lost is not None and not i.from_bound for i in self.interruptions)
         )
 
     @property
@@ -355,6 +372,7 @@ def build_timeline(facts: Facts) -> Timeline:
     items = _structural_items(facts)
     seen = [_attempt_fact(facts, h, a, i, collected, items) for i, a in enumerate(h.attempts)]
     attempts = _with_lost_attempts(facts, h, seen)
+    _listing_saves(facts, attempts)
     _bound_ends(attempts, items, collected)
     _then_from_next(attempts)
     for a in attempts:
@@ -612,7 +630,74 @@ def _attempt_fact(facts: Facts, h: History, a: Attempt, pos: int, collected: str
         bad = [e for lg in logs for e in lg.of("partial_checkpoint") + lg.of("resume_error")]
         if bad:
             fact.resume_failed = bad[0].text.strip()
+    fact.last_step_bound, fact.last_step_unknown = _last_step_bound(fact, a, _stacks(facts))
     return fact
+
+
+def _stacks(facts: Facts) -> frozenset[str]:
+    """The stacks the trainer's program shows (its code and logs), none when it cannot be read."""
+    prog = facts.program if facts.mode == "diagnose" else None
+    return frozenset(prog.stacks) if prog is not None else frozenset()
+
+
+def _last_step_bound(fact: AttemptFact, a: Attempt, stacks: frozenset[str] = frozenset()) -> tuple[bool, str]:
+    """Whether the attempt's last visible step is only a lower bound, and why none is visible at all.
+
+    A process stopped from outside (SIGKILL, SIGTERM, a crash, an eviction) loses what it had not printed: the
+    tqdm bar redraws at most every 0.1 s, a loop prints every N steps, block-buffered stdout is lost whole
+    (recordings hf-*-correct-resume-buffered: 0 of 4 loss lines under transformers 4.57). Only a completed
+    attempt whose log shows training end (its bar at its total, a finished line, the total it announced)
+    stands at its last step exactly."""
+    logs = [x.log for x in a.runs if x.log is not None]
+    if fact.last_step is None:
+        if fact.start == "pending" or not (logs or any(x.log_gap for x in a.runs)):
+            return False, ""
+        return False, _why_no_step(a, stacks)
+    if fact.end.kind == "completed" and any(_shows_end(lg, fact.last_step) for lg in logs):
+        return False, ""
+    return True, ""
+
+
+def _shows_end(log: Any, last: int) -> bool:
+    prog = [e for e in log.of("progress") if e.bar in (None, "train") and e.step is not None]
+    tail = max(prog, key=lambda e: (e.window == "tail", e.offset), default=None)
+    at_total = tail is not None and tail.step == last and tail.total is not None and tail.step >= tail.total
+    told = log.total_steps is not None and last >= log.total_steps
+    finished = tail is not None and any(e.kind == "finished" and (e.window, e.offset) >= (tail.window, tail.offset)
+                                        for e in log.of("finished"))  # fmt: skip
+    return at_total or told or finished
+
+
+def _why_no_step(a: Attempt, stacks: frozenset[str] = frozenset()) -> str:
+    """Why an attempt whose log is in the snapshot shows no training step (a framework's own words when the
+    program runs one that prints no progress without a terminal: `Logs.quiet`)."""
+    killed = any(x.exit_code in (SIGKILL_EXIT, SIGTERM_EXIT) for x in a.runs)
+    buffered = any(_buffered(x.pod, x.container) for x in a.runs)
+    gaps = [x.log_gap for x in a.runs if x.log is None and x.log_gap]
+    what = "; ".join(gaps) if gaps and not any(x.log is not None for x in a.runs) else "its log shows no training step"
+    if buffered and killed:
+        return (f"{what}: PYTHONUNBUFFERED is not set, so Python's stdout was block-buffered and the kill lost "
+                "what it had not flushed")  # fmt: skip
+    if buffered:
+        return f"{what} (PYTHONUNBUFFERED is not set: stdout is block-buffered)"
+    if gaps and what != "its log shows no training step":
+        return what
+    quiet = [f.logs.quiet for f in frameworks.all_frameworks() if f.name in stacks and f.logs.quiet]
+    if quiet:
+        return f"{what}: " + "; ".join(quiet)
+    return f"{what}: the program prints no progress the reader knows (or draws it only on a terminal)"
+
+
+def _buffered(pod: Obj, container: str) -> bool:
+    """The container's env does not set PYTHONUNBUFFERED (a value from a ConfigMap or Secret is not known)."""
+    for c in pod.spec.get("containers") or []:
+        if isinstance(c, dict) and c.get("name") == container:
+            env = {e.get("name"): e for e in c.get("env") or [] if isinstance(e, dict)}
+            v = env.get("PYTHONUNBUFFERED")
+            if v is None:
+                return not c.get("envFrom")
+            return "value" in v and str(v.get("value") or "") == ""
+    return False
 
 
 def _crash_line(r: Run) -> str:
@@ -895,6 +980,38 @@ def _lost_fact(index: int | None, how: str, why: str, h: History) -> AttemptFact
     )
 
 
+def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
+    """Saves the checkpoint listings show (frameworks that print nothing when they save: Lightning, DeepSpeed at
+    its default log level): a complete checkpoint last written while an attempt ran is a save of that attempt;
+    before the first attempt seen, of the one lost attempt before it (when exactly one is). A listing shows what
+    survived until it was taken: a save overwritten or rotated away since is not in it."""
+    vol = facts.volume
+    if not vol.seen:
+        return
+    for i, a in enumerate(attempts):
+        t0, t1 = epoch(a.started), epoch(a.ended)
+        if t1 is None and a.running:
+            t1 = max((j.at for j in vol.judged if j.at is not None), default=None)
+        if a.index is None and i == 0 and len(attempts) > 1 and attempts[1].started and not a.started:
+            t0, t1 = float("-inf"), (epoch(attempts[1].started) or 0.0) - 1.0  # the one lost attempt before
+        if t0 is None or t1 is None:
+            continue
+        have = {s.step for s in a.saves}
+        for c, j in sorted(vol.saves_in(t0, t1 + 1.0), key=lambda x: x[0].step or 0):  # whole-second end
+            if c.step is not None and c.step not in have:
+                have.add(c.step)
+                ev = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing",
+                                                                       "line")}  # fmt: skip
+                a.saves.append(Save(c.step, _mtime_text(c.mtime), c.path, ev, "listing"))
+        a.saves.sort(key=lambda s: s.step)
+
+
+def _mtime_text(t: float | None) -> str | None:
+    from ckpt_doctor.facts.listing import epoch_text
+
+    return epoch_text(t) or None
+
+
 def _bound_ends(attempts: list[AttemptFact], items: list[_Item], collected: str) -> None:
     """An attempt whose end is not known ended before the next one began (or before what restarted it)."""
     next_started: list[AttemptFact | None] = [None] * len(attempts)  # the first later attempt with a start
@@ -960,7 +1077,7 @@ def _points(a: AttemptFact, h: History, collected: str) -> list[Point]:
     for e in r.training_progress():
         raw.append((epoch(e.time) if usable else None, e.step, "progress"))  # type: ignore[arg-type]
     for s in a.saves:
-        raw.append((epoch(s.at) if usable else None, s.step, "save"))
+        raw.append((epoch(s.at) if usable or s.source == "listing" else None, s.step, "save"))
     t_start = epoch(a.started)
     t_end = epoch(a.ended) or (epoch(collected) if a.running else None) or epoch(a.ended_by)
     first = a.start_step if a.start_step is not None else min((s for _t, s, _k in raw), default=a.last_step)
@@ -1065,7 +1182,8 @@ def _interruptions(attempts: list[AttemptFact], collected: str) -> list[Interrup
                 gpu_hours=gpu,
                 gpus=prev.gpus,
                 unknown=unknown,
-                label=drop_label(prev.last_step, nxt.start_step, steps, nxt.start),
+                label=drop_label(prev.last_step, nxt.start_step, steps, nxt.start, prev.last_step_bound),
+                from_bound=prev.last_step_bound and prev.last_step is not None,
             )
         )
     return out
@@ -1086,17 +1204,19 @@ def _steps_lost(prev: AttemptFact, nxt: AttemptFact) -> tuple[int | None, str]:
     return max(0, prev.last_step - nxt.start_step), ""
 
 
-def drop_label(before: int | None, after: int | None, lost: int | None, start: str = "") -> str:
-    """`↓ 1020 → 950, 70 steps lost` (the chart's and the table's words for one interruption)."""
-    a = "?" if before is None else str(before)
+def drop_label(before: int | None, after: int | None, lost: int | None, start: str = "", bound: bool = False) -> str:
+    """`↓ 1020 → 950, 70 steps lost` (the chart's and the table's words for one interruption); with `bound`, the
+    step before is a lower bound: `↓ ≥ 1020 → 950, ≥ 70 steps lost`."""
+    ge = "≥ " if bound and before is not None else ""
+    a = "?" if before is None else f"{ge}{before}"
     b = "?" if after is None else str(after)
     if start == "pending":
         return f"↓ {a} → not started yet"
     if lost is None:
         return f"↓ {a} → {b}, steps lost unknown"
     if lost == 0:
-        return f"{a} → {b}, no step lost"
-    return f"↓ {a} → {b}, {lost} step{'s' if lost != 1 else ''} lost"
+        return f"{a} → {b}, no step lost" if not ge else f"{a} → {b}, 0 or more steps lost"
+    return f"↓ {a} → {b}, {ge}{lost} step{'s' if lost != 1 else ''} lost"
 
 
 def _notes(attempts: list[AttemptFact]) -> list[str]:

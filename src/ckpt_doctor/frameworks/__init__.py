@@ -35,7 +35,7 @@ from ckpt_doctor.frameworks.spec import Framework, IORecogniser, Tool
 
 __all__ = ["Framework", "all_frameworks", "get", "register"]
 
-_NOT_FRAMEWORKS = frozenset({"spec"})
+_NOT_FRAMEWORKS = frozenset({"spec", "completeness"})
 _extra: list[Framework] = []
 _memo: dict[str, Any] = {}
 T = TypeVar("T")
@@ -207,7 +207,39 @@ def log_stacks() -> dict[str, str]:
 
 @_derived
 def bars() -> tuple[Any, ...]:
-    return tuple(b for f in all_frameworks() for b in f.bars)
+    """The bars the scan classifies by their description (not the generic ones a framework also claims)."""
+    return tuple(b for f in all_frameworks() for b in f.bars if not b.generic)
+
+
+@_derived
+def bar_rules() -> tuple[tuple[str, Any], ...]:
+    """(framework, bar) of every bar with a rule that gives its global step once the program is known."""
+    return tuple((f.name, b) for f in all_frameworks() for b in f.bars if b.step is not None)
+
+
+@_derived
+def log_prefixes() -> tuple[bytes, ...]:
+    """Literal line prefixes of frameworks' loggers (`[transformers] `), longest first."""
+    got = {p.encode() for f in all_frameworks() for p in f.logs.prefixes}
+    return tuple(sorted(got, key=lambda p: (-len(p), p)))
+
+
+@_derived
+def load_frames() -> re.Pattern[str] | None:
+    """What a traceback frame (`file:function`) of a framework's checkpoint loading looks like."""
+    parts = [p for f in all_frameworks() for p in f.logs.load_frames]
+    return re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
+
+
+@_derived
+def commit_files() -> frozenset[str]:
+    """File names whose presence in a checkpoint says it is complete (`.metadata`, `trainer_state.json`, ...)."""
+    out = set()
+    for f in all_frameworks():
+        for m in f.layout.markers if f.layout is not None else ():
+            if m.means == "complete" and m.where == "inside" and not set(m.name) & set("{*"):
+                out.add(m.name)
+    return frozenset(out)
 
 
 @_derived

@@ -145,7 +145,12 @@ FRAMEWORK = Framework(
         imports=("accelerate",),
         config_files=("default_config.yaml",),
     ),
-    logs=Logs(files=("accelerate.yaml",), names=("accelerate",)),
+    logs=Logs(
+        files=("accelerate.yaml",),
+        names=("accelerate",),
+        # recordings accelerate-1.15-partial-save: load_state -> load_accelerator_state -> torch.load
+        load_frames=(r"/accelerate/(?:accelerator\.py:load_state|checkpointing\.py:load_accelerator_state)$",),
+    ),
     layout=Layout(
         names=(
             CheckpointName("checkpoint_{n}", "dir", note="automatic_checkpoint_naming: n counts saves"),
@@ -160,6 +165,12 @@ FRAMEWORK = Framework(
         ),
         atomic="no",
         note="sampler.bin, scaler.pt and custom_checkpoint_{i}.pkl when there are such objects",
+        parts={
+            "weights": "model.safetensors|pytorch_model.bin|model_{n}.safetensors",
+            "optimizer": "optimizer.bin|optimizer_{n}.bin",
+            "scheduler": "scheduler.bin|scheduler_{n}.bin",
+            "rng": "random_states_{rank}.pkl",
+        },
     ),
     pick=Pick(
         "program",

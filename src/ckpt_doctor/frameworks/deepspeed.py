@@ -122,7 +122,14 @@ FRAMEWORK = Framework(
         imports=("deepspeed",),
         config_files=("ds_config.json",),
     ),
-    logs=Logs(files=("deepspeed.yaml",), names=("deepspeed",), path_steps=("global_step_?",)),
+    logs=Logs(
+        files=("deepspeed.yaml",),
+        names=("deepspeed",),
+        path_steps=("global_step_?",),
+        load_frames=(r"/deepspeed/runtime/engine\.py:_?load_(?:checkpoint|module_state_dict|zero_checkpoint)$",),
+        # recordings deepspeed-0.19-*: only the program's own prints show
+        quiet="DeepSpeed prints neither its steps nor its saves at its default log level",
+    ),
     layout=Layout(
         names=(
             CheckpointName("global_step{step}", "dir", note="the default tag, in the save directory"),
@@ -133,7 +140,9 @@ FRAMEWORK = Framework(
                 note="under HF Trainer: a tag inside checkpoint-N",
             ),
         ),
-        files=("mp_rank_*_model_states.pt", "*zero_pp_rank_*_mp_rank_*_optim_states.pt"),
+        # ZeRO writes the optimizer's shards beside the model states; without ZeRO they are inside them (the
+        # recordings' runs), so only the model states are required
+        files=("mp_rank_*_model_states.pt|layer_*-model_*-model_states.pt",),
         pointers=(
             Pointer("latest", "tag", note="rank 0 writes it after every rank's files"),
             Pointer("latest_universal", "tag", note="the universal checkpoint's tag"),

@@ -25,7 +25,9 @@ FRAMEWORK = Framework(
             CheckpointName("step_{step}.pt", "file"),
             CheckpointName("*{step}*", "dir", note="whatever the program names: its discovery decides"),
         ),
-        markers=(Marker("COMPLETED", "complete", "inside", written_last=True, note="e.g. open-instruct"),),
+        markers=(
+            Marker("COMPLETED", "complete", "inside", written_last=True, note="e.g. open-instruct", always=False),
+        ),
         atomic="no",
     ),
     pick=Pick("program", False, "the program's own code picks the checkpoint", rank=120),

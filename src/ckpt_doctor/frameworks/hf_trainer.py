@@ -103,6 +103,16 @@ LAYOUT = Layout(
     ),
     atomic="no",
     note="FSDP adds pytorch_model_fsdp_0/ and optimizer_0/ (DCP); DeepSpeed adds global_step{N}/ and latest",
+    # save_only_model writes the weights, training_args.bin and trainer_state.json, and none of the rest
+    parts={
+        "weights": "model.safetensors|model-*-of-*.safetensors|adapter_model.safetensors|pytorch_model.bin"
+        "|model.safetensors.index.json|pytorch_model_fsdp_0",
+        "optimizer": "optimizer.pt|optimizer_0",
+        "scheduler": "scheduler.pt",
+        "rng": "rng_state.pth|rng_state_{rank}.pth",
+        "scaler": "scaler.pt",
+        "step": "trainer_state.json",
+    },
 )
 
 
@@ -359,7 +369,18 @@ FRAMEWORK = Framework(
         imports=("trl",),
         python_calls=("TrainingArguments", "Trainer", "get_last_checkpoint"),
     ),
-    logs=Logs(files=("hf-trainer.yaml",), names=("hf-trainer",), path_steps=("checkpoint-",)),
+    # transformers 5 puts `[transformers] ` before every line of its logger (recordings hf-5.24-*)
+    logs=Logs(
+        files=("hf-trainer.yaml",),
+        names=("hf-trainer",),
+        path_steps=("checkpoint-",),
+        prefixes=("[transformers] ",),
+        # recordings hf-*-partial-save: train() -> TrainerState.load_from_json(checkpoint-N/trainer_state.json)
+        load_frames=(
+            r"/transformers/trainer_callback\.py:load_from_json$",
+            r"/transformers/trainer\.py:_(?:load_from_checkpoint|load_optimizer_and_scheduler|load_rng_state)$",
+        ),
+    ),
     layout=LAYOUT,
     pick=Pick(
         "highest-step",

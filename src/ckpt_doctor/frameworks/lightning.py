@@ -35,6 +35,40 @@ def _is_config(data: Mapping[str, Any], keys: set[str]) -> bool:
     return isinstance(data.get("trainer"), dict) and (isinstance(data.get("model"), dict) or "ckpt_path" in keys)
 
 
+# -- what its progress bar counts ----------------------------------------------------------------------------
+def _one_batch_per_step(program: Any) -> bool:
+    """Each batch is one optimizer step: the program's Lightning Trainer (in code or in a LightningCLI config)
+    sets no gradient accumulation but 1, and nothing turns automatic optimization off. False when no Trainer
+    is seen or a value cannot be known."""
+    seen = False
+    for part in getattr(program, "pythons", ()):
+        if "automatic_optimization" in part.source.text:
+            return False  # manual optimization: the program decides when it steps
+        for call in part.facts.calls.get("lightning.Trainer", ()):
+            seen = True
+            v = call.kwargs.get("accumulate_grad_batches")
+            if v is not None and not (v.known and v.const == 1):
+                return False
+    for part in getattr(program, "configs", ()):
+        data = part.doc.data if isinstance(part.doc.data, dict) else {}
+        trainer = data.get("trainer")
+        if isinstance(trainer, dict):
+            seen = True
+            if trainer.get("accumulate_grad_batches", 1) != 1:
+                return False
+    return seen
+
+
+def _bar_step(epoch: int | None, count: int | None, total: int | None, program: Any) -> int | None:
+    """The `Epoch N` bar counts the batches of epoch N: in epoch 0, with one optimizer step per batch, that is
+    the global step (recordings lightning-2.5-*: `Epoch 0: 24/40` at global step 24; lightning-2.6-* with rich:
+    `Epoch 0/-2 ━━━ 40/40`). Later epochs' lengths are not in the log, and the `Training` bar of a run restarted
+    mid-epoch does not say its epoch: no step."""
+    if epoch != 0 or count is None or not _one_batch_per_step(program):
+        return None
+    return count
+
+
 # -- the Python reader's hooks ---------------------------------------------------------------------
 # `Trainer(...)` from lightning, `ModelCheckpoint(dirpath=..., save_weights_only=...)`,
 # `trainer.fit(ckpt_path=...)`, `trainer.save_checkpoint`, `Model.load_from_checkpoint` (weights
@@ -187,7 +221,14 @@ FRAMEWORK = Framework(
         imports=("lightning", "pytorch_lightning"),
         python_calls=("ModelCheckpoint", "lightning.Trainer"),
     ),
-    logs=Logs(files=("lightning.yaml",), names=("lightning",)),
+    logs=Logs(
+        files=("lightning.yaml",),
+        names=("lightning",),
+        load_frames=(r"/(?:lightning/pytorch|pytorch_lightning)/trainer/connectors/checkpoint_connector\.py:",),
+        # recordings lightning-2.6-*: a killed attempt's log holds no progress at all
+        quiet="Lightning 2.6 draws its progress bar with rich when rich is installed, and without a terminal rich "
+        "shows nothing until training stops; ModelCheckpoint saves without a line",
+    ),
     layout=Layout(
         names=(
             CheckpointName("epoch={epoch}-step={step}.ckpt", "file", note="ModelCheckpoint's default filename"),
@@ -211,6 +252,7 @@ FRAMEWORK = Framework(
         "Lightning's ckpt_path='last' names last.ckpt",
         "lightning.pytorch.trainer.connectors.checkpoint_connector",
         rank=50,
+        name="last.ckpt",
     ),
     config=Config(
         _is_config,
@@ -221,7 +263,11 @@ FRAMEWORK = Framework(
             "callbacks.ModelCheckpoint.dirpath": "where ModelCheckpoint writes",
         },
     ),
-    bars=(Bar(r"Epoch (\d+)(?:/\d+)?$", epoch_group=1, step_from_postfix=True),),
+    # `Epoch 3` (tqdm), `Epoch 0/-2` (rich, its max_epochs -1 shown as -2 when max_steps ends the run)
+    bars=(
+        Bar(r"Epoch (\d+)(?:/-?\d+)?$", epoch_group=1, step_from_postfix=True, step=_bar_step),
+        Bar(r"Training$", step=_bar_step, generic=True),
+    ),
     saves_by_default=True,
     python=PythonHooks(
         rank=20,

@@ -44,7 +44,12 @@ FRAMEWORK = Framework(
             {"tensor-model-parallel-size", "save-interval", "micro-batch-size", "pipeline-model-parallel-size"}
         ),
     ),
-    logs=Logs(files=("megatron.yaml",), names=("megatron",), path_steps=("iter_",)),
+    logs=Logs(
+        files=("megatron.yaml",),
+        names=("megatron",),
+        path_steps=("iter_",),
+        load_frames=(r"/megatron/training/checkpointing\.py:_?load_(?:checkpoint|base_checkpoint|args_from_checkpoint)$",),
+    ),
     layout=Layout(
         names=(CheckpointName("iter_{step:07d}", "dir", note="mp_rank_XX[_YYY]/model_optim_rng.pt or torch_dist"),),
         files=("mp_rank_*/model_optim_rng.pt|.metadata",),

@@ -10,8 +10,9 @@ its progress bars (`Bar`) and, for frameworks with Python APIs, the Python reade
 each value is a module's constant, and generating `__eq__`/`__hash__` for them cost start-up time).
 
 `Layout` is written from the frameworks' sources and, where a recording exists, from what a real
-run left on disk (knowledge: platform-signals-and-layouts.md §3). Today's engine reads the names
-and pointers it needs for log paths; the rest is there for readers of checkpoint listings.
+run left on disk (knowledge: platform-signals-and-layouts.md §3). The engine reads the names and
+pointers it needs for log paths, and `frameworks/completeness.py` judges the checkpoints of a
+listing with all of it (tests/frameworks/test_completeness.py checks it against every recording).
 """
 
 from __future__ import annotations
@@ -93,18 +94,33 @@ class Logs:
     names: tuple[str, ...] = ()
     shows_stack: bool = True
     path_steps: tuple[str, ...] = ()  # regex prefixes before the step number in a checkpoint path
+    # literal text the framework's logger puts before each of its lines (transformers 5: `[transformers] `);
+    # the log reader peels it off like a logger format, so a signature sees the message
+    prefixes: tuple[str, ...] = ()
+    # regexes on a traceback frame's `file:function` that load a checkpoint (its resume code): a traceback
+    # through one before any training step is a crash while loading (facts/logs.py, `load-crash`)
+    load_frames: tuple[str, ...] = ()
+    quiet: str = ""  # what its log leaves out of training progress without a terminal (said when no step shows)
 
 
 @dataclass(frozen=True, eq=False)
 class Bar:
     """A progress bar whose description says what it counts (Lightning's `Epoch N`, torchtune's
-    `E|S|Loss: x`). Matched with `re.match` on the description; a training bar."""
+    `E|S|Loss: x`). Matched with `re.match` on the description; a training bar.
+
+    `step(epoch, count, total, program)` gives the global step a bar line shows once the program is known
+    to run this framework (its code read: `Program`), or None when it cannot be told; it runs after the
+    log is scanned (`facts.logs.resolve_progress`). `generic`: the description is a generic one too
+    (Lightning's `Training`): the scan reads it as any bar, and this framework's `step` replaces that
+    reading only in a program that runs the framework."""
 
     desc: str
     epoch_group: int | None = None
     epoch_offset: int = 0  # added to the epoch read (torchtune counts epochs from 1)
     step_group: int | None = None  # None: the step is not the bar's count
     step_from_postfix: bool = False  # `step=`/`global_step=` in the bar's postfix gives the step
+    step: Callable[[int | None, int | None, int | None, Any], int | None] | None = None
+    generic: bool = False
 
     @cached_property
     def rx(self) -> re.Pattern[str]:
@@ -153,6 +169,7 @@ class Marker:
     where: Where = "inside"
     written_last: bool = False  # the writer makes it after everything else (a commit signal)
     note: str = ""
+    always: bool = True  # every save of the framework writes it (False: some programs or stores only)
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
@@ -180,6 +197,11 @@ class Layout:
     pointers: tuple[Pointer, ...] = ()
     atomic: Atomic = "no"  # file: one file written whole; rename: a temporary name renamed; marker/pointer
     note: str = ""
+    # which files hold which part of the training state (templates, `|` between alternatives): `weights`,
+    # `optimizer`, `scheduler`, `rng`, `scaler`, `step`; a checkpoint without the optimizer's is weights-only
+    parts: Mapping[str, str] = field(default_factory=dict)
+    # for names the program chooses (`*`): what a directory must hold to be one of this framework's checkpoints
+    contains: str = ""
 
     def identify(self, name: str) -> tuple[CheckpointName, dict[str, str]] | None:
         """Which of the framework's names `name` is, with its fields."""
@@ -205,6 +227,7 @@ class Pick:
     description: str  # how the engine says it in a finding's reason
     source: str = ""  # the upstream function that picks
     rank: int = 100  # when several stacks are seen, the lowest rank's pick is named
+    name: str = ""  # `named`: the checkpoint's name (Lightning's `last.ckpt`)
 
 
 @dataclass(frozen=True, eq=False)

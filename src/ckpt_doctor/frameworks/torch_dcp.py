@@ -59,7 +59,11 @@ FRAMEWORK = Framework(
     order=90,
     summary="torch.distributed.checkpoint in the program's own loop",
     launch=Launch(imports=("torch.distributed.checkpoint",)),
-    logs=Logs(files=("torch-dcp.yaml",), names=("torch-dcp",)),
+    logs=Logs(
+        files=("torch-dcp.yaml",),
+        names=("torch-dcp",),
+        load_frames=(r"/torch/distributed/checkpoint/state_dict_loader\.py:",),
+    ),
     layout=Layout(
         names=(CheckpointName("*", "dir", note="the program names the directory (checkpoint_id)"),),
         files=("__{rank}_{n}.distcp",),
@@ -71,9 +75,12 @@ FRAMEWORK = Framework(
                 written_last=True,
                 note="written last by the coordinator; deleted first when a save overwrites",
             ),
-            Marker("__{rank}.metadata", "complete", "inside", written_last=True, note="no-collectives mode"),
+            Marker(
+                "__{rank}.metadata", "complete", "inside", written_last=True, note="no-collectives mode", always=False
+            ),
         ),
         atomic="marker",
+        contains="*.distcp|.metadata|__{rank}.metadata",
     ),
     pick=Pick(
         "program",

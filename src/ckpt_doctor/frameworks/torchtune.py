@@ -38,7 +38,11 @@ FRAMEWORK = Framework(
         modules=("torchtune",),
         imports=("torchtune",),
     ),
-    logs=Logs(files=("torchtune.yaml",), names=("torchtune",)),
+    logs=Logs(
+        files=("torchtune.yaml",),
+        names=("torchtune",),
+        load_frames=(r"/torchtune/training/checkpointing/.*:load_checkpoint$",),
+    ),
     layout=Layout(
         names=(
             CheckpointName("epoch_{epoch}", "dir", note="model-{i}-of-{n} shards, adapter_model.*"),

@@ -38,4 +38,24 @@ def describe(ev: dict[str, Any]) -> str:
         return f"missing: {ev.get('what')}{where}"
     if t == "text":
         return f"error text: {_short(ev.get('text'), 240)}"
+    if t == "checkpoint":
+        return _checkpoint(ev)
     return _short(ev)
+
+
+def _checkpoint(ev: dict[str, Any]) -> str:
+    """A checkpoint listing's entry: `checkpoint /ckpt/checkpoint-30 (129921 bytes, written …): incomplete, no
+    trainer_state.json [listed 2026-… in pod/node]`."""
+    facts = []
+    if ev.get("size") is not None:
+        facts.append(f"{ev['size']} bytes")
+    if ev.get("mtime"):
+        facts.append(f"written {ev['mtime']}")
+    head = f"checkpoint {ev.get('path')}" + (f" ({', '.join(facts)})" if facts else "")
+    state = {True: "complete", False: "incomplete"}.get(ev.get("complete"))  # type: ignore[call-overload]
+    why = ev.get("why")
+    tail = ": " + ", ".join(_short(x) for x in (state, why) if x) if (state or why) else ""
+    where = f"{ev.get('pod')}/{ev.get('container')}" if ev.get("pod") else ""
+    listed = f" [listed {ev['listedAt']}" + (f" in {where}" if where else "") + "]" if ev.get("listedAt") else (
+        f" [in {where}]" if where else "")  # fmt: skip
+    return head + tail + listed

@@ -256,7 +256,7 @@ def snapshot_state(tl: Timeline) -> str:
     last = tl.attempts[-1]
     state = f"{last.label}: {ended_words(last)}"
     if last.last_step is not None:
-        state += f" at step {last.last_step}"
+        state += f" at step {last.last_step_text}"
     if last.end.then_text:
         state += f"; then {last.end.then_text}"
     if tl.crash_loop:
@@ -305,7 +305,7 @@ def _attempt_row(tl: Timeline, pos: int, a: AttemptFact) -> dict[str, str]:
         "ended": ended or "unknown",
         "end": end,
         "saves": _saves_text(a),
-        "last": str(a.last_step) if a.last_step is not None else "unknown",
+        "last": a.last_step_text,
         "lost": _lost_text(into) if into is not None else "",
         "nodes": ", ".join(a.nodes) + (f" ({len(a.pods)} pods)" if len(a.pods) > 1 else ""),
         "gpus": str(a.gpus) if a.gpus is not None else "unknown",
@@ -348,7 +348,9 @@ def _moments(tl: Timeline) -> list[dict[str, str]]:
             continue
         end = f"{a.label} ended: {a.end.text}"
         if a.last_step is not None:
-            end += f" (last step {a.last_step})"
+            end += f" (last step {a.last_step_text})"
+        elif a.last_step_unknown:
+            end += f" (last step unknown: {a.last_step_unknown})"
         if a.end.then_text:
             end += f" → {a.end.then_text}"
         out.append((a.ended or a.ended_by, 2 * pos + 1, end))
@@ -358,7 +360,7 @@ def _moments(tl: Timeline) -> list[dict[str, str]]:
         if last is not None:
             state = f": {last.label} {ended_words(last)}"
             if last.last_step is not None:
-                state += f" at step {last.last_step}"
+                state += f" at step {last.last_step_text}"
         out.append((tl.collected_at, 1 << 20, f"snapshot taken{state}"))
     # a moment without a time stands where its attempt does: after the moments of the attempts before it
     out.sort(key=lambda m: m[1])

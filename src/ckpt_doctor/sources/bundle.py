@@ -17,7 +17,8 @@ from typing import Any
 
 from ckpt_doctor.coverage import UNKNOWN, Known, apply_absent_or_log, apply_gap, kind_of_word
 from ckpt_doctor.errors import InputError
-from ckpt_doctor.snapshot import Gap, LogRef, Obj, Origin, Snapshot
+from ckpt_doctor.signals import handled
+from ckpt_doctor.snapshot import Gap, ListingSource, LogRef, Obj, Origin, Snapshot
 from ckpt_doctor.typed import clean_meta, unreadable_object
 from ckpt_doctor.yamlio import kube_objects
 
@@ -55,24 +56,8 @@ def _removed_on_termination() -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)
 
-    old: dict[int, Any] = {}
-    try:
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            prev = signal.getsignal(sig)
-            if prev is signal.SIG_IGN:
-                continue
-            old[sig] = prev
-            signal.signal(sig, handler)
-    except ValueError:  # not the main thread
-        pass
-    try:
+    with handled((signal.SIGTERM, signal.SIGHUP), handler, keep_ignored=True):
         yield
-    finally:
-        for sig, prev in old.items():
-            try:
-                signal.signal(sig, prev)
-            except (ValueError, TypeError):
-                pass
 
 
 def _extract(tf: tarfile.TarFile, dest: str, archive_size: int, limits: Limits, display: str) -> None:
@@ -445,6 +430,10 @@ def _load_bundle(path: str | Path, keep_dir: Path | None) -> Snapshot:
     aside: list[_SetAside] = []
     for f in files_under(root, snap.notes):
         rel = f.relative_to(root)
+        if "checkpoints" in rel.parts[:-1] and ("logs" not in rel.parts or rel.parts.index("checkpoints") <
+                                                rel.parts.index("logs")):  # fmt: skip
+            _checkpoint_file(snap, rel, f)
+            continue
         if "logs" in rel.parts[:-1]:  # logs/ at the root, or in a sub-bundle merged by hand
             at = rel.parts.index("logs")
             key = _log_key(Path(*rel.parts[at + 1 :]))
@@ -474,6 +463,37 @@ def _load_bundle(path: str | Path, keep_dir: Path | None) -> Snapshot:
     kinds = {o.kind for o in snap.objects} | ({"ConfigMap"} if aside else set())  # counted ones were collected
     snap.coverage.presence(kinds, "bundle")
     return snap
+
+
+def _checkpoint_file(snap: Snapshot, rel: Path, f: Path) -> None:
+    """A file under checkpoints/ (contracts.md §2): `<pod>/<container>.txt` a listing, `<pod>/<container>.df` the
+    volume's df, `<pod>/<container>/<relative path>` a small file kept beside the listing. Nothing there is read
+    as Kubernetes objects."""
+    at = rel.parts.index("checkpoints")
+    parts = rel.parts[at + 1 :]
+    if len(parts) == 2 and parts[1].endswith((".txt", ".df")):
+        pod, name = parts
+        container, ext = name.rsplit(".", 1)
+        src = _listing(snap, pod, container, Path(*rel.parts[: at + 1], pod, container + ".txt").as_posix())
+        if ext == "txt":
+            src.path = f
+        else:
+            src.df_path = f
+        return
+    if len(parts) >= 3:
+        pod, container = parts[0], parts[1]
+        src = _listing(snap, pod, container, Path(*rel.parts[: at + 1], pod, container + ".txt").as_posix())
+        src.files["/".join(parts[2:])] = f
+        return
+    snap.notes.append(f"{rel}: under checkpoints/ but not <pod>/<container>.txt, .df or <pod>/<container>/<file>; "
+                      "not read")  # fmt: skip
+
+
+def _listing(snap: Snapshot, pod: str, container: str, display: str) -> ListingSource:
+    src = snap.checkpoints.get((pod, container))
+    if src is None:
+        src = snap.checkpoints[(pod, container)] = ListingSource(pod, container, display)
+    return src
 
 
 def _read_plain_meta(snap: Snapshot, f: Path, display: str) -> None:

@@ -5,6 +5,9 @@
 <name>/objects/<kind>.yaml                the objects of each kind, one YAML document each
 <name>/logs/<pod>/<container>.log         current container log (head and tail windows)
 <name>/logs/<pod>/<container>.previous.log
+<name>/checkpoints/<pod>/<container>.txt  the checkpoint directory's listing (collect --inspect-checkpoints)
+<name>/checkpoints/<pod>/<container>.df   df -P -B1 of it
+<name>/checkpoints/<pod>/<container>/<relative path>   small files beside it (DeepSpeed's latest, …)
 <name>/<extra files>                      e.g. the recorder's older container instances
 ```
 
@@ -131,12 +134,30 @@ def bundle_entries(snap: Snapshot, extra_files: Mapping[str, bytes] | None = Non
     for (pod, container, previous), ref in sorted(snap.logs.items()):
         rel = f"logs/{_safe(pod, 'pod name')}/{_safe(container, 'container name')}{'.previous' if previous else ''}.log"
         files[rel] = partial(log_bytes, ref)
+    for (pod, container), src in sorted(snap.checkpoints.items()):
+        if src.problem:
+            continue  # unknown: its reason is in notCollected
+        base = f"checkpoints/{_safe(pod, 'pod name')}/{_safe(container, 'container name')}"
+        files[f"{base}.txt"] = partial(_listing_text, src)
+        if src.df_text is not None or src.df_path is not None:
+            files[f"{base}.df"] = partial(lambda s: (s.read_df() or "").encode(), src)
+        for rel, data in sorted(src.read_files(1 << 16).items()):
+            parts = rel.split("/")
+            if any(not _SAFE.match(p) or p in (".", "..") for p in parts):
+                continue  # a name no bundle path may carry: left out (the listing still names it)
+            files[f"{base}/{rel}"] = partial(bytes, data)
     for rel, data in (extra_files or {}).items():
         parts = rel.split("/")
-        if parts[0] in ("logs", "objects", "bundle.yaml") or any(not _SAFE.match(p) for p in parts):
+        if parts[0] in ("logs", "objects", "checkpoints", "bundle.yaml") or any(not _SAFE.match(p) for p in parts):
             raise InputError(f"refusing extra bundle file {rel!r}")
         files[rel] = partial(bytes, data)
     return files
+
+
+def _listing_text(src: Any) -> bytes:
+    from ckpt_doctor.facts.listing import MAX_LISTING_BYTES
+
+    return src.read_text(MAX_LISTING_BYTES).encode("utf-8", "surrogateescape")
 
 
 def bundle_files(snap: Snapshot, extra_files: Mapping[str, bytes] | None = None) -> dict[str, bytes]:

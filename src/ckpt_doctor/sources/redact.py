@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import re2
 
 from ckpt_doctor.errors import UsageError
-from ckpt_doctor.snapshot import Gap, LogRef, Snapshot
+from ckpt_doctor.snapshot import Gap, ListingSource, LogRef, Snapshot
 from ckpt_doctor.sources.redact_grammar import TOOLS, tool_name
 from ckpt_doctor.sources.redact_names import ambiguous_name, credential_position, looks_secret, sensitive_name
 from ckpt_doctor.sources.redact_python import python_spans
@@ -442,11 +442,29 @@ class Redactor:
             o.raw = self.obj(o.raw)
         for key, ref in list(snap.logs.items()):
             snap.logs[key] = self.log(ref)
+        for key, src in list(snap.checkpoints.items()):
+            snap.checkpoints[key] = self.listing(src)
         snap.meta = self.obj(snap.meta)
         # gap reasons quote server and transport errors: they leave the cluster too
         snap.not_collected = [Gap(g.what, self.text(g.reason)) for g in snap.not_collected]
         snap.notes = [self.text(n) for n in snap.notes]
         return snap
+
+    def listing(self, src: ListingSource) -> ListingSource:
+        """An in-memory, redacted copy of a checkpoint listing: its text, df and small files (paths may hold what
+        a log line may)."""
+        from ckpt_doctor.facts.listing import MAX_LISTING_BYTES, MAX_SMALL_FILE
+
+        if src.problem:
+            return src
+        try:
+            text = src.read_text(MAX_LISTING_BYTES)
+        except (OSError, ValueError) as e:
+            return ListingSource(src.pod, src.container, src.display, problem=f"unreadable: {e}")
+        df = src.read_df()
+        files = {k: self.bytes(v) for k, v in src.read_files(MAX_SMALL_FILE).items()}
+        return ListingSource(src.pod, src.container, src.display, text=self.text(text),
+                             df_text=self.text(df) if df is not None else None, files=files)  # fmt: skip
 
     def log(self, ref: LogRef) -> LogRef:
         """An in-memory, redacted copy of `ref`, holding exactly the bytes a bundle stores for it."""

@@ -500,6 +500,15 @@ class DoctorApp(App[int]):
             self._load_rows(reload=True)
         self._status()
 
+    def action_inspect_checkpoints(self) -> None:
+        """List the checkpoint directory (read-only exec in a running trainer) with every refresh from now on."""
+        if not self.target.live:
+            self.notify("A bundle holds the listings it was collected with (checkpoints/).")
+            return
+        self.target.inspect = True
+        self.notify("Listing the checkpoint directory through exec in a running trainer container (read-only).")
+        self.action_refresh()
+
     def _interval(self) -> float:
         return self.refresh_every or DEFAULT_AUTO_REFRESH
 

@@ -64,6 +64,11 @@ class DoctorCommands(Provider):
                 "write the post-incident report, as `ckpt-doctor report -o markdown --out FILE`, with its step chart",
             ),
             ("Save screenshot (SVG)", app.action_screenshot, "save what the screen shows as an SVG file"),
+            (
+                "Inspect checkpoints",
+                app.action_inspect_checkpoints,
+                "list the checkpoint directory through read-only exec in a running trainer (find, df, head -c)",
+            ),
             ("Toggle light/dark theme", app.action_toggle_theme, "key ctrl+t"),
         ]
         if app.drill_available():

@@ -137,6 +137,7 @@ class AttemptView:
     lost: int | None = None  # steps lost at its start (None: not known, or no interruption before it)
     behind_save: int | None = None  # how far behind the newest complete save it resumed
     log_line: int | None = None  # the line of its log that says how it began (enter opens it there)
+    last_bound: bool = False  # last_step is a lower bound (the attempt was stopped before it printed more)
     log_text: str = ""
 
     @property
@@ -834,6 +835,7 @@ def build_attempts(diag: Diagnosis, now: float) -> list[AttemptView]:
                 start_step=a.start_step,
                 saves=[s.step for s in a.saves],
                 last_step=a.last_step,
+                last_bound=a.last_step_bound,
                 ended=ended,
                 interrupted=a.end.kind not in ("running", "pending", "completed", "unknown"),
                 log=a.start_log or a.log,

@@ -452,7 +452,13 @@ class LiveLoader(Loader):
         with quiet_gc():
             # unredacted like a bundle's screens (what leaves, the export and screenshots, is redacted); the
             # windows are spooled to a temporary file, not held in memory
-            snap = collect_live(key, namespace=self.target.namespace, quiet=True, redact=False, **self._flags())
+            inspect = None
+            if self.target.inspect:  # exec only: the app never makes a reader pod (collect asks on a terminal)
+                from ckpt_doctor.sources.live.inspect import Inspect
+
+                inspect = Inspect()
+            snap = collect_live(key, namespace=self.target.namespace, quiet=True, redact=False, inspect=inspect,
+                                **self._flags())  # fmt: skip
             name = (snap.meta.get("target") or {}).get("name") or None
             ns = (snap.meta.get("target") or {}).get("namespace")
             wanted = f"{ns}/{name}" if ns and name else (name or key)

@@ -19,6 +19,7 @@ class Target:
     trainer_version: str | None = None  # --trainer-version, for the engine
     signatures: tuple[Path, ...] = ()  # --signatures, extra log signature directories
     playbook: Path | None = None  # --playbook: the drill's, when the app runs it (default: verify-resume)
+    inspect: bool = False  # list the checkpoint directory through exec (the palette's "Inspect checkpoints")
     listed_in: str | None = None  # the namespace the live picker listed (-n, else the context's), once known
 
     @property

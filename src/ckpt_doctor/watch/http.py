@@ -10,6 +10,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from ckpt_doctor import listen
 from ckpt_doctor.errors import UsageError
 from ckpt_doctor.watch.metrics import exposition
 
@@ -17,11 +18,11 @@ Check = Callable[[], tuple[bool, str]]
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """`:9808`, `0.0.0.0:9808`, `127.0.0.1:0`, `[::1]:9808` → (host, port); '' listens on every address."""
-    host, sep, port = text.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise UsageError(f"--listen {text!r}: expected HOST:PORT or :PORT (e.g. :9808)")
-    return host.strip("[]"), int(port)
+    """--listen as (host, port) (ckpt_doctor.listen.parse_listen); a UsageError naming the flag otherwise."""
+    try:
+        return listen.parse_listen(text)
+    except ValueError as e:
+        raise UsageError(f"--listen {e}") from None
 
 
 class _Server(ThreadingHTTPServer):

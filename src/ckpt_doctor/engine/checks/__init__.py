@@ -25,7 +25,13 @@ def check(rule_id: str) -> Callable[[CheckFn], CheckFn]:
 
 def load_checks() -> dict[str, CheckFn]:
     from ckpt_doctor.engine.checks import history, program, runtime, storage, symptoms  # noqa: F401
+    from ckpt_doctor.engine.checks.volume import AUGMENTS, wrap
 
+    for rid in AUGMENTS:  # what the checkpoint listings add, after each rule's own check (once)
+        fn = CHECKS.get(rid)
+        if fn is not None and not getattr(fn, "_with_listings", False):
+            CHECKS[rid] = wrap(rid, fn)
+            CHECKS[rid]._with_listings = True  # type: ignore[attr-defined]
     return CHECKS
 
 

@@ -78,6 +78,9 @@ def partial_latest(facts: Facts, rule: Rule) -> Result:
                     f"attempt {r.attempt} was stopped while saving step {died.step}; "
                     f"attempt {nr.attempt} resumed from that half-written checkpoint",
                 )
+    unsure = [f"attempt {r.attempt}: {r.log.load_crash_unknown}" for r in runs if r.log and r.log.load_crash_unknown]
+    if unsure:
+        return skip("; ".join(unsure[:2]))
     return all_logs_clear(facts, runs, "sign of an incomplete checkpoint being loaded")
 
 

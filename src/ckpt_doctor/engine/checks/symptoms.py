@@ -410,6 +410,9 @@ def resume_crashed(facts: Facts, rule: Rule) -> Result:
                 [_log_ev(r, ev)],
                 f"attempt {r.attempt} ({r.pod.name}) crashed while loading its checkpoint: {ev.text[:160]}",
             )
+    unsure = [f"attempt {r.attempt}: {r.log.load_crash_unknown}" for r in runs if r.log and r.log.load_crash_unknown]
+    if unsure:
+        return skip("; ".join(unsure[:2]))
     return all_logs_clear(facts, runs, "checkpoint-loading error")
 
 

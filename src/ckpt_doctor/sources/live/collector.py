@@ -69,6 +69,7 @@ from ckpt_doctor.sources.live.progress import Progress
 
 if TYPE_CHECKING:
     from ckpt_doctor.facts.logs import Signature
+    from ckpt_doctor.sources.live.inspect import Inspect
 
 NODE_GETS = 10  # up to this many distinct nodes: one GET each; more: one (paged) list of all nodes
 LOST = "cluster"  # the notCollected entry that says the cluster went away during the collection
@@ -602,6 +603,7 @@ def collect_live(
     quiet: bool = False,
     progress: Progress | None = None,
     scan: list[Signature] | None = None,
+    inspect: Inspect | None = None,
 ) -> Snapshot:
     """Collect one TrainJob (`[NS/]NAME`) from the cluster into a Snapshot, redacted unless `redact=False`.
 
@@ -616,6 +618,8 @@ def collect_live(
     Redaction happens in the order `Redactor.snapshot` follows: every object (the redactor learns the
     credentials they hold), then each log as it is read, then meta, gap reasons and notes.
     `meta` holds what bundle.yaml will say (target, cluster, collectedAt, redactions).
+    With `inspect` (`--inspect-checkpoints`), the checkpoint directory is listed too (sources/live/inspect.py),
+    its text through the same redactor.
     Raises InputError when the cluster cannot be reached or the TrainJob does not exist.
     """
     from ckpt_doctor.sources.redact import Redactor
@@ -633,13 +637,24 @@ def collect_live(
         redactor.snapshot(snap)  # the objects only: it has no log, meta or gap yet
         parts.append(snap)
 
+    found = None
     try:
         col = Collector(cluster, ns, name, head_bytes, tail_bytes, workers, prog, keep=keep)
         out = col.collect(objects_read)
+        if inspect is not None and not col.reads.lost:
+            from ckpt_doctor.sources.live.inspect import inspect_checkpoints
+
+            prog.stage("listing the checkpoint directory")
+            prog.close()  # a reader pod may need a question answered on this terminal
+            found = inspect_checkpoints(col.api, parts[0], ns, name, inspect)
     finally:
         if progress is None:
             prog.close()
     snap = finish_snapshot(parts[0], out, cluster, ns, name)
+    if found is not None:
+        from ckpt_doctor.sources.live.inspect import to_snapshot
+
+        to_snapshot(snap, found, redactor.text if redact else None)
     rest = Snapshot(meta=snap.meta, not_collected=snap.not_collected, notes=snap.notes)  # objects and logs: done
     redactor.snapshot(rest)
     snap.meta, snap.not_collected, snap.notes = rest.meta, rest.not_collected, rest.notes

@@ -90,7 +90,7 @@ class TimelineScreen(DoctorScreen):
                 a.how + (" (pods gone)" if a.inferred else ""),
                 start,
                 Text(lost, style=tone.rich(app, lt, bold=lt == "error")),
-                str(a.last_step) if a.last_step is not None else "?",
+                (f"≥ {a.last_step}" if a.last_bound else str(a.last_step)) if a.last_step is not None else "?",
                 Text(saves),
                 clock(a.started) if a.started else ("?" if a.inferred else ""),
                 ended,

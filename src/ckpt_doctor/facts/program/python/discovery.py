@@ -119,7 +119,23 @@ class Discoveries:
         kind = self._kind(lst, keynode)
         if not self._checkpoint_like(lst, node, stmt, func, seeds):
             return None
-        return Discovery(kind, self.site(node), lst.pattern, lst.root, self._padded(lst), name)
+        return Discovery(kind, self.site(node), lst.pattern, lst.root, self._padded(lst), name,
+                         self._requires(node, stmt, func))  # fmt: skip
+
+    def _requires(self, node: ast.AST, stmt: ast.AST | None, func: str) -> str:
+        """The commit marker the code around a selection checks for (`os.path.exists(join(d, ".metadata"))`,
+        `(p / "trainer_state.json").is_file()`): the pick then skips checkpoints without it."""
+        scope: ast.AST | None = next((f for f in self.funcs.get(func, ()) if _within(node, f)), None) if func else None
+        scope = scope or stmt
+        if scope is None:
+            return ""
+        markers = frameworks.commit_files()
+        for sub in ast.walk(scope):
+            if isinstance(sub, ast.Call) and _last(sub.func) in ("exists", "isfile", "is_file", "isdir", "is_dir"):
+                for c in ast.walk(sub):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.strip("/") in markers:
+                        return c.value.strip("/")
+        return ""
 
     def _selected_later(self, seeds: set[str], after: ast.AST, func: str) -> bool:
         """A sorted list is a selection when one element of it is taken: `xs[-1]`, `xs[0]`, `xs[:-k]`,

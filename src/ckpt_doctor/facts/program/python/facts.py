@@ -71,6 +71,9 @@ class Discovery:
     root: str | None
     padded: bool = False
     selector: str = ""  # sorted | sort | max | min | index | get_last_checkpoint | fit | load_state | …
+    # a file a candidate must hold to be picked (`os.path.exists(os.path.join(d, ".metadata"))` in the code
+    # that picks): a framework's commit marker, so a half-written newest checkpoint is skipped
+    requires: str = ""
 
 
 @dataclass(frozen=True)

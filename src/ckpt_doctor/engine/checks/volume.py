@@ -1,0 +1,407 @@
+"""What the checkpoint listings add to the rules that speak of checkpoints (facts/checkpoints.py).
+
+Each function here takes what a rule's own check found (from logs, the program, the config) and the listings
+of the volume, and returns the finding: a listing is direct evidence, so an incomplete checkpoint that the
+resume in use picks, a newer complete checkpoint a resume skipped, a checkpoint without optimizer state or a
+volume with less room than one more checkpoint fail on it, quoting the entry (`checkpoint` evidence: path,
+size, mtime, complete, why, the listing and its time). A listing speaks only of the moment it was taken: a
+resume is judged from a listing taken between the attempt before it and its start; the newest listing says
+what the next resume will find. Without a listing nothing here changes the check's own answer, and a pass
+never rests on a listing that is missing or unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
+from ckpt_doctor.facts.attempts import Attempt, History
+from ckpt_doctor.facts.checkpoints import IN_PROGRESS, Judged, Volume, size_text, trainer_running_at
+from ckpt_doctor.facts.context import Facts
+from ckpt_doctor.facts.listing import epoch_text
+from ckpt_doctor.facts.timeline import epoch
+from ckpt_doctor.frameworks.completeness import Checkpoint, Picked, SaveDir
+
+Augment = Callable[[Facts, Rule, Result], Result]
+AUGMENTS: dict[str, Augment] = {}
+SLACK = 2.0  # seconds a listing taken as an attempt ended may precede its container's rounded finish time
+
+
+def augments(rule_id: str) -> Callable[[Augment], Augment]:
+    def register(fn: Augment) -> Augment:
+        AUGMENTS[rule_id] = fn
+        return fn
+
+    return register
+
+
+def wrap(rule_id: str, check: Callable[..., Any]) -> Callable[..., Any]:
+    """The rule's check followed by what the listings add (diagnose only: lint and explain-error have none)."""
+    aug = AUGMENTS[rule_id]
+
+    def run(facts: Facts, rule: Rule) -> Any:
+        out = check(facts, rule)
+        if facts.mode != "diagnose" or (not facts.scope.snap.checkpoints and not _gap(facts)):
+            return out
+        if isinstance(out, list):
+            return [aug(facts, rule, r) for r in out] if out else out
+        return aug(facts, rule, out)
+
+    run.__name__ = getattr(check, "__name__", rule_id)
+    run.__doc__ = check.__doc__
+    return run
+
+
+def _gap(facts: Facts) -> bool:
+    return any(g.what == "checkpoints" or g.what.startswith("checkpoints/") for g in facts.scope.snap.not_collected)
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+def _with(base: Result, evidence: list[dict[str, Any]], note: str) -> Result:
+    """A failed finding with the listing's evidence and sentence added."""
+    base.evidence = base.evidence + [e for e in evidence if e not in base.evidence]
+    if note:
+        base.detail = f"{base.detail}; {note}" if base.detail else note
+    return base
+
+
+def _note(base: Result, note: str) -> Result:
+    """A pass or not_evaluated finding whose reason also says what the listing showed."""
+    if note:
+        base.reason = f"{base.reason}; {note}" if base.reason else note
+    return base
+
+
+def _window(a: Attempt) -> tuple[float | None, float | None]:
+    starts = [t for t in (epoch(r.started or r.pod.created) for r in a.runs) if t is not None]
+    ends = [t for t in (epoch(r.finished) for r in a.runs) if t is not None]
+    return (min(starts) if starts else None), (max(ends) if ends and len(ends) == len(a.runs) else None)
+
+
+def _before(h: History, a: Attempt) -> tuple[float | None, bool]:
+    """When the attempt before `a` ended (None: not known), and whether that attempt is seen at all."""
+    prev = h.numbered(a.index - 1)
+    if prev is None:
+        return None, False
+    return _window(prev)[1], True
+
+
+def _found_before(vol: Volume, h: History, a: Attempt) -> list[Judged]:
+    """The listings taken after the attempt before `a` ended and before `a` began: what its resume found."""
+    start, _ = _window(a)
+    prev_end, seen = _before(h, a)
+    if start is None or not seen or prev_end is None:
+        return []
+    return vol.between(prev_end - SLACK, start + 1.0)  # container times are whole seconds, rounded down at start
+
+
+def _picked_bad(j: Judged, facts: Facts) -> list[tuple[SaveDir, Picked, Checkpoint]]:
+    out = []
+    for d, p in zip(j.dirs, j.picks, strict=False):
+        c = p.checkpoint
+        if p.known and c is not None and c.complete is False and not _in_progress(facts, j, c):
+            out.append((d, p, c))
+    return out
+
+
+def _first_after(facts: Facts, t: float | None) -> Attempt | None:
+    """The first attempt that began after `t` (container start times are whole seconds, rounded down)."""
+    if t is None:
+        return None
+    for a in facts.history.attempts:
+        start = _window(a)[0]
+        if start is not None and start + 1.0 >= t:
+            return a
+    return None
+
+
+def _in_progress(facts: Facts, j: Judged, c: Checkpoint) -> bool:
+    """A newest checkpoint written moments before the listing while a trainer ran may still be being written."""
+    at, m = j.at, c.mtime
+    if at is None or m is None:
+        return bool(trainer_running_at(facts, at))
+    return bool(trainer_running_at(facts, at, since=m)) and at - m < IN_PROGRESS
+
+
+def _pick_words(d: SaveDir, p: Picked, j: Judged) -> str:
+    return p.how
+
+
+# -- partial-latest-checkpoint ------------------------------------------------------------------------------
+@augments("partial-latest-checkpoint")
+def partial_latest(facts: Facts, rule: Rule, base: Result) -> Result:
+    vol = facts.volume
+    if not vol.seen:
+        return _note(base, f"no listing shows the checkpoints themselves: {vol.missing()}") if base.status != "fail" \
+            else base
+    bad = [(j, d, p, c) for j in vol.judged for d, p, c in _picked_bad(j, facts)]
+    if bad:
+        # the first listing an attempt began after (its resume found what the listing shows), else the newest
+        followed = [(b, a) for b in bad if (a := _first_after(facts, b[0].at)) is not None]
+        (j, d, p, c), nxt = followed[0] if followed else (bad[-1], None)
+        good = next((x for x in reversed(d.checkpoints) if x.complete), None)
+        ev = [j.evidence(c)] + ([j.evidence(good)] if good is not None else [])
+        then = (f"; attempt {nxt.index} began after this listing, so its resume picked it" if nxt is not None
+                else ": the next resume loads it")  # fmt: skip
+        where = j.label()
+        note = (f"{where}: the newest checkpoint {c.name} is incomplete ({c.why}) and {_pick_words(d, p, j)}{then}"
+                if c is d.newest else f"{where}: {c.name}, which {_pick_words(d, p, j)}, is incomplete ({c.why})")
+        if base.status == "fail":
+            return _with(base, ev, note)
+        return fail(base.subject, ev, note, "high" if "program" not in j.rule_from else "medium")
+    unknown = []
+    for j in vol.judged:
+        for d, p in zip(j.dirs, j.picks, strict=False):
+            n = d.newest
+            if n is not None and n.complete is False and not p.known and not _in_progress(facts, j, n):
+                unknown.append(f"{j.label()}: the newest checkpoint {n.name} is incomplete ({n.why}) and how the "
+                               f"resume picks is not known ({p.how or 'the program picks it'})")  # fmt: skip
+    if base.status == "fail":
+        return base
+    if unknown:
+        return skip("; ".join(unknown[:2]), base.subject) if base.status == "not_evaluated" else _note(
+            base, unknown[0])
+    shown = _listing_pass(facts, vol)
+    if shown is None:
+        latest = vol.latest()
+        words = _latest_words(latest) if latest is not None else ""
+        return _note(base, words + vol.unknown_note())
+    if base.status == "pass":
+        return _note(base, shown)
+    return ok(base.subject, reason=shown, evidence=_latest_evidence(vol))
+
+
+def _latest_words(j: Judged) -> str:
+    for p in j.picks:
+        if p.known and p.checkpoint is not None:
+            c = p.checkpoint
+            state = "complete" if c.complete else ("incomplete" if c.complete is False else "of unknown state")
+            return f"{j.label()}: the resume picks {c.name}, {state} ({c.why})"
+    if j.listing.exists is False:
+        return f"{j.label()}: the directory does not exist"
+    return f"{j.label()}: no checkpoint of a known layout in it" if not j.dirs else ""
+
+
+def _latest_evidence(vol: Volume) -> list[dict[str, Any]]:
+    j = vol.latest()
+    if j is None:
+        return []
+    return [j.evidence(p.checkpoint) for p in j.picks if p.checkpoint is not None][:1]
+
+
+def _listing_pass(facts: Facts, vol: Volume) -> str | None:
+    """Why no resume picked an incomplete checkpoint, from listings alone: every later attempt has a listing
+    taken just before it began whose pick is complete, and the newest listing's pick is complete too."""
+    h = facts.history
+    if h.unseen:
+        return None
+    said = []
+    for a in h.later_attempts():
+        found = _found_before(vol, h, a)
+        picks = [(j, p) for j in found for p in j.picks if p.known]
+        if not picks or any(p.checkpoint is not None and p.checkpoint.complete is not True for _j, p in picks):
+            return None
+        j, p = picks[-1]
+        said.append(f"attempt {a.index} found {p.checkpoint.name if p.checkpoint else 'no checkpoint'} "
+                    f"({j.listing.at})")  # fmt: skip
+    latest = vol.latest()
+    if latest is None or latest.at is None:
+        return None
+    if any(not p.known or (p.checkpoint is not None and p.checkpoint.complete is not True) for p in latest.picks):
+        return None
+    if not latest.picks and latest.listing.exists is not False:
+        return None
+    if h.later_attempts() and not said:
+        return None
+    head = "the listings taken before each resume show a complete pick: " + ", ".join(said) if said else ""
+    tail = _latest_words(latest)
+    return "; ".join(x for x in (head, tail) if x)
+
+
+# -- resumed-older-checkpoint -------------------------------------------------------------------------------
+@augments("resumed-older-checkpoint")
+def resumed_older(facts: Facts, rule: Rule, base: Result) -> Result:
+    vol = facts.volume
+    if not vol.seen or base.status == "fail":
+        return base
+    h = facts.history
+    saves = vol.complete_saves()
+    covered: list[str] = []
+    uncovered = False
+    for a in h.later_attempts():
+        kind, step, r, ev = h.attempt_start(a)
+        if kind != "resumed" or step is None:
+            uncovered = uncovered or kind not in ("fresh", "pending")
+            continue
+        start, _ = _window(a)
+        if start is None:
+            uncovered = True
+            continue
+        newer = [(c, j) for c, j in saves if c.step is not None and c.step > step and c.mtime is not None
+                 and c.mtime + j.listing.precision <= start]  # fmt: skip
+        if newer:
+            c, j = max(newer, key=lambda x: x[0].step or 0)
+            evid = [j.evidence(c)]
+            if r is not None and ev is not None and r.log is not None:
+                evid.append(ev.evidence(r.log.ref, r.attempt))
+            return fail(base.subject, evid,
+                        f"attempt {a.index} resumed from step {step}, but {c.name} (step {c.step}, complete: "
+                        f"{c.why}) was written at {epoch_text(c.mtime)}, before it began, and {j.label()} "
+                        "still shows it")  # fmt: skip
+        found = _found_before(vol, h, a)
+        tops = [max((c.step for d in j.dirs for c in d.complete() if c.step is not None), default=None) for j in found]
+        if found and all(t is not None and t <= step for t in tops):
+            covered.append(f"attempt {a.index} resumed from step {step}, the newest complete checkpoint "
+                           f"{found[-1].label()} shows")  # fmt: skip
+        else:
+            uncovered = True
+    if covered and not uncovered and base.status == "not_evaluated":
+        return ok(base.subject, reason="; ".join(covered))
+    if covered and base.status == "pass":
+        return _note(base, "; ".join(covered))
+    return base
+
+
+# -- weights-only-checkpoint ---------------------------------------------------------------------------------
+@augments("weights-only-checkpoint")
+def weights_only(facts: Facts, rule: Rule, base: Result) -> Result:
+    vol = facts.volume
+    latest = vol.latest()
+    if latest is None or base.status == "fail":
+        return base
+    for d in latest.dirs:
+        if not d.layout.parts or not any(p in d.layout.parts for p in ("optimizer", "scheduler")):
+            continue
+        done = d.complete()
+        if not done:
+            continue
+        c = done[-1]
+        if c.lacks:
+            lacks = " or ".join(f"{p} state" for p in c.lacks)
+            return fail(base.subject, [latest.evidence(c)],
+                        f"{latest.label()}: the newest complete checkpoint {c.name} holds no {lacks} "
+                        f"({', '.join(sorted(c.node.children))[:160]}): a resume restarts the optimizer and the "
+                        "schedule", "high")  # fmt: skip
+        if base.status == "not_evaluated" and {"optimizer", "scheduler"} <= set(c.holds):
+            return ok(base.subject, reason=f"{latest.label()}: the newest complete checkpoint {c.name} holds the "
+                      "optimizer and scheduler state", evidence=[latest.evidence(c)])  # fmt: skip
+    return base
+
+
+# -- save-total-limit-unset ---------------------------------------------------------------------------------
+@augments("save-total-limit-unset")
+def save_total_limit(facts: Facts, rule: Rule, base: Result) -> Result:
+    latest = facts.volume.latest()
+    if latest is None or base.status == "pass":
+        return base
+    words, ev = _accumulation(latest)
+    if not words:
+        return base
+    if base.status == "fail":
+        return _with(base, ev, words)
+    return _note(base, words)
+
+
+def _accumulation(j: Judged) -> tuple[str, list[dict[str, Any]]]:
+    """How many checkpoints the newest listing holds, their size, how fast they came, and when the volume fills."""
+    for d in j.dirs:
+        done = d.complete()
+        if len(done) < 2:
+            continue
+        sizes = [c.size for c in done if c.size is not None]
+        total = sum(sizes)
+        times = sorted(c.mtime for c in done if c.mtime is not None)
+        words = f"{j.label()}: {len(done)} complete checkpoints ({done[0].name} … {done[-1].name}), " \
+                f"{size_text(total)} in all"
+        ev = [j.evidence(done[0]), j.evidence(done[-1])]
+        if len(times) >= 2 and times[-1] > times[0]:
+            per_hour = (len(times) - 1) / ((times[-1] - times[0]) / 3600)
+            each = total / len(sizes) if sizes else 0
+            words += f", about {per_hour:.1f} per hour ({size_text(int(each * per_hour))} per hour)"
+            df = j.listing.df
+            if df is not None and each > 0:
+                hours = df.available / (each * per_hour)
+                words += f"; {size_text(df.available)} free: full in about {hours:.1f} hours"
+                dfe = j.df_evidence()
+                if dfe is not None:
+                    ev.append(dfe)
+        return words, ev
+    return "", []
+
+
+# -- checkpoint-disk-full -----------------------------------------------------------------------------------
+@augments("checkpoint-disk-full")
+def disk_full(facts: Facts, rule: Rule, base: Result) -> Result:
+    latest = facts.volume.latest()
+    if latest is None or base.status == "fail":
+        return base
+    df = latest.listing.df
+    if df is None:
+        why = latest.listing.df_problem or "no df of the volume beside the listing"
+        return _note(base, f"free space unknown ({why})")
+    last = None
+    for d in latest.dirs:
+        done = [c for c in d.complete() if c.size]
+        if done:
+            c = max(done, key=lambda x: x.mtime or 0.0)
+            if last is None or (c.mtime or 0) > (last[0].mtime or 0):
+                last = (c, d)
+    if last is None:
+        return _note(base, f"{size_text(df.available)} free on {df.mount} ({latest.listing.at or 'time unknown'})")
+    c = last[0]
+    size = c.size or 0
+    if df.available < size:
+        ev = [latest.evidence(c)]
+        dfe = latest.df_evidence()
+        if dfe is not None:
+            ev.append(dfe)
+        return fail(base.subject, ev,
+                    f"{latest.label()}: free space ({size_text(df.available)}) is less than the last checkpoint "
+                    f"{c.name} ({size_text(size)}): the next save fails", "medium")  # fmt: skip
+    return _note(base, f"{size_text(df.available)} free on {df.mount}, {df.available / max(size, 1):.1f} times the "
+                 f"last checkpoint {c.name} ({latest.listing.at or 'time unknown'})")  # fmt: skip
+
+
+# -- lexical-checkpoint-sort --------------------------------------------------------------------------------
+@augments("lexical-checkpoint-sort")
+def lexical_sort(facts: Facts, rule: Rule, base: Result) -> Result:
+    vol = facts.volume
+    if not vol.seen:
+        return base
+    h = facts.history
+    if base.status != "fail":
+        for a in h.later_attempts():
+            kind, step, r, ev = h.attempt_start(a)
+            if kind != "resumed" or step is None:
+                continue
+            for j in _found_before(vol, h, a):
+                for d in j.dirs:
+                    done = [c for c in d.complete() if c.step is not None]
+                    if len(done) < 2:
+                        continue
+                    text_last = max(done, key=lambda c: c.name)
+                    top = max(done, key=lambda c: c.step or 0)
+                    if text_last.step == step and (top.step or 0) > step:
+                        evid = [j.evidence(text_last), j.evidence(top)]
+                        if r is not None and ev is not None and r.log is not None:
+                            evid.append(ev.evidence(r.log.ref, r.attempt))
+                        return fail(base.subject, evid,
+                                    f"attempt {a.index} resumed from {text_last.name}, the name that sorts last as "
+                                    f"text among those {j.label()} shows, although {top.name} was newer", "high")
+        return base
+    latest = vol.latest()
+    if latest is None:
+        return base
+    for d in latest.dirs:
+        done = [c for c in d.complete() if c.step is not None]
+        if len(done) < 2:
+            continue
+        text_last = max(done, key=lambda c: c.name)
+        top = max(done, key=lambda c: c.step or 0)
+        if text_last is not top:
+            return _with(base, [latest.evidence(text_last), latest.evidence(top)],
+                         f"{latest.label()}: a text sort of the names there picks {text_last.name} over {top.name}")
+        return _with(base, [], f"{latest.label()}: the names there ({done[0].name} … {top.name}) still sort the "
+                     "same as text, until the step gains a digit")  # fmt: skip
+    return base
