@@ -19,32 +19,19 @@ from ckpt_doctor.coverage import UNKNOWN, Known, apply_absent_or_log, apply_gap,
 from ckpt_doctor.errors import InputError
 from ckpt_doctor.signals import handled
 from ckpt_doctor.snapshot import Gap, ListingSource, LogRef, Obj, Origin, Snapshot
+from ckpt_doctor.sources.archive_limits import (  # noqa: F401 (re-exported: the names bundle readers knew)
+    DEFAULT_LIMITS,
+    RATIO_FLOOR,
+    Limits,
+    check_bundle_path,
+    current_limits,
+    set_limits,
+)
 from ckpt_doctor.typed import clean_meta, unreadable_object
 from ckpt_doctor.yamlio import kube_objects
 
 OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_OBJECT_FILE = 512 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much an archive may hold (docs/security.md: `--max-bundle-bytes`, `--max-bundle-entries`,
-    `--max-bundle-ratio`). An archive over any of them is refused before what is over is written to disk."""
-
-    max_bytes: int = 2 * 1024**3  # total extracted size: 2 GiB (a 1,024-pod bundle from `collect` is ~0.6 GiB)
-    max_entries: int = 50_000  # members (files, directories)
-    max_ratio: int = 200  # extracted bytes per archive byte, once past RATIO_FLOOR (text logs: 5-50)
-
-
-RATIO_FLOOR = 64 * 1024 * 1024  # any archive may expand to this much, whatever its ratio
-DEFAULT_LIMITS = Limits()
-_limits = DEFAULT_LIMITS
-
-
-def set_limits(limits: Limits) -> None:
-    """The limits every later archive is read with (the CLI sets them from its flags)."""
-    global _limits
-    _limits = limits
 
 
 @contextmanager
@@ -88,24 +75,6 @@ def _extract(tf: tarfile.TarFile, dest: str, archive_size: int, limits: Limits, 
         tf.extract(member, dest, filter="data")
 
 
-def check_bundle_path(path: str | Path) -> None:
-    """The cheap part of opening a bundle, for callers that read it later (the app): a directory, or a file
-    that opens as a tar archive; else the InputError `diagnose` gives (exit 3)."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError("no such file or directory", str(p))
-    if p.is_dir():
-        return
-    if not p.is_file():
-        raise InputError("not a directory or a .tar.gz archive", str(p))
-    try:
-        with tarfile.open(p, "r:*") as tf:
-            tf.next()
-    except (tarfile.TarError, OSError, EOFError) as e:
-        first = str(e).splitlines()[0].rstrip(":") if str(e) else type(e).__name__
-        raise InputError(f"unreadable archive ({first}); expected a directory or a .tar.gz", str(p)) from None
-
-
 @contextmanager
 def bundle_dir(path: str | Path, limits: Limits | None = None) -> Iterator[Path]:
     """Yield a directory holding the bundle; archives are extracted, within `limits`, to a private temp dir
@@ -118,7 +87,7 @@ def bundle_dir(path: str | Path, limits: Limits | None = None) -> Iterator[Path]
         return
     if not p.is_file():
         raise InputError("not a directory or a .tar.gz archive", str(p))
-    lim = limits or _limits
+    lim = limits or current_limits()
     try:
         tf = tarfile.open(p, "r:*")
     except (tarfile.TarError, OSError, EOFError) as e:
