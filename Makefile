@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
+# test workers (pytest-xdist); `make test TEST_JOBS=0` runs the suite in one process
+TEST_JOBS ?= auto
 
 .PHONY: demo test lint docs bench bench-all clean realruns recordings-tests
 
@@ -24,7 +26,7 @@ demo: $(VENV)/.installed
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
-	$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests selected"; rc=0; fi; exit $$rc
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadscope; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests selected"; rc=0; fi; exit $$rc
 
 docs: $(VENV)/.installed
 	$(BIN)/python -m ckpt_doctor.docs > docs/rules.md

@@ -35,7 +35,7 @@ def _live_cases() -> list[tuple[str, str]]:
     for s in STORIES:
         kinds = sorted({o["kind"] for o in read_objects(EXAMPLES / s.name)} & set(RESOURCES))
         out += [(s.name, RESOURCES[k]) for k in kinds] + [(s.name, "pods/log")]
-    picked = {r: [c for c in out if c[1] == r] for r in {c[1] for c in out}}
+    picked = {r: [c for c in out if c[1] == r] for r in sorted({c[1] for c in out})}
     return sorted({rng.choice(cs) for cs in picked.values()} | set(rng.sample(out, 10)))
 
 

@@ -186,7 +186,8 @@ def build(run: dict[str, Any], model: str) -> tuple[Recorded, dict[str, tuple[st
             a.started = minutes(a.t_start)
             a.node = f"cpu-node-{'abc'[i % 3]}"
         listed = {n - 1: n - 1}
-        resume_t = epoch(atts[-1]["started"]) - 2
+        # the resume creates the new pod: not later than its creation (3 s before its container started)
+        resume_t = epoch(atts[-1]["started"]) - 3
         s.tj_conditions = [{"type": "Suspended", "status": "False", "reason": "Resumed",
                             "message": "TrainJob is resumed", "lastTransitionTime": k8s_time(resume_t)}]  # fmt: skip
     if atts[-1]["exit_code"] == 0:
@@ -204,8 +205,10 @@ def build(run: dict[str, Any], model: str) -> tuple[Recorded, dict[str, tuple[st
         s.event("Pod", pname, "Started", f"Started container {s.knobs.container_name}", m, "Normal")
         f = (a.truth or {}).get("fault") or {}
         if f.get("signal") == "SIGTERM" and model != "in-place":
-            s.event("Pod", pname, "Killing", f"Stopping container {s.knobs.container_name}",
-                    minutes(a.t_end - 1), "Normal")
+            # the kubelet says Killing when it sends SIGTERM: a grace period before the SIGKILL that ended the
+            # attempt, when one did; else (the trainer stopped on its own) just before the container exited
+            at = a.t_end - float(f["grace_seconds"]) if f.get("sigkill_after_grace") else a.t_end - 1
+            s.event("Pod", pname, "Killing", f"Stopping container {s.knobs.container_name}", minutes(at), "Normal")
     pod_listing: dict[str, tuple[str, int]] = {}
     for pos, att_index in listed.items():
         pod_listing[names[pos][0]] = (s.knobs.container_name, att_index)

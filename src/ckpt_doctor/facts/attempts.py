@@ -28,6 +28,8 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # save lines a framework prints *before* it writes the checkpoint (HF Trainer logs "Saving model
 # checkpoint to …" first): they count only when the run is seen going on past them
 PRINTED_BEFORE_WRITE = frozenset({"hf-saving-checkpoint", "hr-saving-checkpoint"})
+# lines that say a save is about to begin because of SIGTERM (the guide's `[checkpoint] SIGTERM: flushing at next step`)
+ANNOUNCES_SAVE = frozenset({"ckpt-sigterm-flush"})
 
 
 def is_training(e: LogEvent) -> bool:
@@ -38,6 +40,14 @@ def is_training(e: LogEvent) -> bool:
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 SIGTERM_EXIT = 143
 SIGKILL_EXIT = 137
+# torchrun's agent stops its workers with SIGTERM whenever it stops them (a worker failed, too): its
+# `closing signal SIGTERM` line and its summary's `Signal 15 (SIGTERM) received by PID <worker>` do not say the
+# container was sent one (recording dcp-2ranks-correct-resume: rank 1 SIGKILLed, rank 0 stopped so)
+_AGENT_STOPPING_WORKERS = frozenset({"te-closing-signal-sigterm", "te-signal-received"})
+# torchrun's agent as PID 1 turns its own SIGTERM into `SignalException: Process 1 got signal: 15` and exits 1
+# (recording dcp-1rank-sigterm-handler: the workers had saved and returned)
+_AGENT_GOT_SIGTERM = re.compile(r"\bSignalException: Process \d+ got signal: (?:15|SIGTERM)\b")
+SLACK_SECONDS = 1.0  # event and container times are rounded to the second
 
 
 @dataclass
@@ -63,6 +73,10 @@ class Run:
     last_state: bool = False  # its end is the container's lastState (an instance before the current one)
     log_key: tuple[str, str, bool] | None = None  # the log file it wrote, when not (pod, container, previous)
     waiting: str = ""  # why a run that has not started waits: `CrashLoopBackOff: back-off 2m40s …`
+    # what shows SIGTERM reached this run before it ended, whatever its exit code (`_mark_sigterm`): the
+    # trainer's own line, torchrun's agent raising on signal 15, the kubelet's Killing event, the pod's
+    # DisruptionTarget condition or deletion; empty when nothing shows one
+    sigterm: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def unread(self) -> bool:
@@ -201,6 +215,40 @@ class Run:
         e = events[i]
         return any(x.kind == "save_failed" and x.step in (None, e.step) for x in events[i + 1 : i + 3])
 
+    def save_times(self, sigterm_at: float | None = None) -> list[SaveTime]:
+        """How long this run's saves took, as far as its typed save events show: a save's start line to its
+        completion line when both carry a timestamp (`kubectl logs --timestamps`, a logger's clock); and a save
+        begun after SIGTERM that SIGKILL cut short took longer than the time it had (from SIGTERM, at
+        `sigterm_at` in epoch seconds or the run's own timestamped SIGTERM line, to the container's end)."""
+        if self.log is None:
+            return []
+        events = self.log.events
+        out: list[SaveTime] = []
+        sig = next((e for e in events if e.kind in ("sigterm", "sigterm_flush")), None)
+        t_sig = sigterm_at if sigterm_at is not None else (_epoch(sig.time or "") if sig is not None else None)
+        for i, e in enumerate(events):
+            starts = e.kind == "save_started" or e.signature in PRINTED_BEFORE_WRITE or e.signature in ANNOUNCES_SAVE
+            if not starts:
+                continue
+            done = next((x for x in events[i + 1 :] if x.kind in ("saved", "sigterm_flush") and x.step == e.step
+                         and x.signature not in PRINTED_BEFORE_WRITE and x is not e), None)  # fmt: skip
+            if done is not None:
+                secs = _duration(e, done)
+                if secs is not None:
+                    out.append(SaveTime(e.step, secs, "timestamps", False, e, done))
+                continue
+            cut = self.exit_code == SIGKILL_EXIT and bool(self.sigterm) and (sig is None or _before(sig, e) or e is sig)
+            t0 = max(t for t in (_epoch(e.time or ""), t_sig) if t is not None) if (e.time or t_sig) else None
+            t_end = _epoch(self.finished)
+            if cut and t0 is not None and t_end is not None and t_end > t0 and not self.saves_after(e):
+                out.append(SaveTime(e.step, t_end - t0, "cut by SIGKILL", True, e, None))
+                break  # one save was running when the kill came
+        return out
+
+    def saves_after(self, e: LogEvent) -> bool:
+        """A save completed after line `e` (so what `e` began was not cut short)."""
+        return any(_before(e, x) for x in self.saves())
+
     def max_saved(self) -> int | None:
         return max((e.step for e in self.saves() if e.step is not None), default=None)
 
@@ -218,7 +266,50 @@ class Run:
         return max(seen, key=lambda e: (e.window == "tail", e.offset), default=None)
 
     def ended_by_signal(self) -> bool:
-        return self.exit_code in (SIGTERM_EXIT, SIGKILL_EXIT) or self.reason in ("Evicted", "Preempted")
+        """It was stopped from outside: killed by a signal (143, 137), evicted or preempted, or sent SIGTERM
+        and then exited on its own (exit 0 after a save-on-SIGTERM handler, torchrun's exit 1)."""
+        return (
+            self.exit_code in (SIGTERM_EXIT, SIGKILL_EXIT)
+            or self.reason in ("Evicted", "Preempted")
+            or (bool(self.sigterm) and self.exit_code is not None)
+        )
+
+    @property
+    def exited_after_sigterm(self) -> bool:
+        """It was stopped by SIGTERM and exited with a code of its own (0, 1: not the signal's 143/137).
+
+        For exit 0 the kubelet's word alone is not enough: a trainer that is PID 1 with no handler ignores
+        SIGTERM and may finish within the grace period (recordings accelerate-1.15-sigterm-*,
+        orbax-0.12-sigterm-no-handler); its own line saying it got the signal, or a log that stops short of the
+        total it announced, shows the signal stopped it."""
+        if not self.sigterm or self.exit_code in (None, SIGTERM_EXIT, SIGKILL_EXIT):
+            return False
+        if self.exit_code != 0:
+            return True
+        if any(e.get("type") == "log" for e in self.sigterm):
+            return True
+        total = training_total(self.log)
+        last = self.last_step()
+        return total is not None and last is not None and last < total
+
+
+@dataclass
+class SaveTime:
+    """How long one save took, from the log: `seconds` exactly (timestamped lines), or at least (a final save
+    still running when SIGKILL came)."""
+
+    step: int | None
+    seconds: float
+    how: str  # "timestamps" | "cut by SIGKILL"
+    at_least: bool
+    start: LogEvent
+    end: LogEvent | None  # the line that shows it done; None when it never was
+
+
+def _duration(start: LogEvent, end: LogEvent) -> float | None:
+    """Seconds from a save's start line to the line that shows it done, when both carry a timestamp."""
+    t0, t1 = _epoch(start.time or ""), _epoch(end.time or "")
+    return t1 - t0 if t0 is not None and t1 is not None and t1 >= t0 else None
 
 
 @dataclass
@@ -330,7 +421,9 @@ class History:
 
 
 def _after(a: str, b: str) -> bool:
-    return bool(a and b and a > b)  # RFC 3339 UTC timestamps compare as text
+    """`a` (a pod's creation) is not before `b` (a suspend, eviction or resume). Times are whole seconds: a pod
+    created in the second of a resume was made by it (a suspend or an eviction deletes the pods before it)."""
+    return bool(a and b and a >= b)  # RFC 3339 UTC timestamps compare as text
 
 
 def _container_status(pod: Obj, name: str) -> dict[str, Any]:
@@ -417,9 +510,104 @@ def build_history(
     _place_deleted(runs)
     _add_structural_evidence(scope, h, runs)
     _group(h, runs)
+    _mark_sigterm(scope, runs)
     _mark_skipped(runs)
     h.unseen = _unseen_attempts(h, runs)
     return h
+
+
+def _mark_sigterm(scope: Scope, runs: list[Run]) -> None:
+    """Say for each run what shows SIGTERM reached it before it ended (`Run.sigterm`): a trainer that handles
+    SIGTERM often exits 0 (a save-on-SIGTERM callback stops training; Lightning stops on it) and torchrun's
+    agent exits 1, so the exit code alone calls the stop a completion or a crash (recordings
+    `*-sigterm-handler`, `dcp-1rank-sigterm-*`)."""
+    kills: dict[str, list[dict[str, Any]]] = {}
+    for ev in scope.events:
+        f = event_fields(ev)
+        if f["involvedKind"] == "Pod" and f["reason"] == "Killing":
+            kills.setdefault(f["involvedName"], []).append(f)
+    for r in runs:
+        if r.not_started:
+            continue
+        r.sigterm = _sigterm_evidence(r, kills.get(r.pod.name, []))
+
+
+def _sigterm_evidence(r: Run, kills: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if r.log is not None:
+        got = _log_sigterm(r.log)
+        if got is not None:
+            out.append(got.evidence(r.log.ref, r.attempt))
+    t0, t1 = _epoch(r.started), _epoch(r.finished)
+    for f in kills:
+        t = _epoch(f["lastTimestamp"])
+        if t is None or (t0 is not None and t < t0 - SLACK_SECONDS) or (t1 is not None and t > t1 + SLACK_SECONDS):
+            continue  # the kubelet stopped another instance of the container, or the pod after this run ended
+        if t1 is None and r.exit_code is None:
+            continue
+        out.append(event_ev(f))
+        break
+    if not (r.previous or r.last_state or r.inferred):  # the pod's own state speaks of its current instance
+        for c in r.pod.conditions():
+            if c.get("type") == "DisruptionTarget" and str(c.get("status")) == "True":
+                out.append({"type": "condition", "object": r.pod.ref(), "conditionType": "DisruptionTarget",
+                            "status": "True", "reason": c.get("reason", ""),
+                            "message": c.get("message", "")})  # fmt: skip
+                break
+    return out
+
+
+def _log_sigterm(log: LogSummary) -> LogEvent | None:
+    """The first line that shows the process was sent SIGTERM, unless the log shows training had already reached
+    its end before it (a SIGTERM after the work is done does not stop it)."""
+    hit = None
+    for e in log.events:
+        if e.kind in ("sigterm", "sigterm_flush") and e.signature not in _AGENT_STOPPING_WORKERS:
+            hit = e
+            break
+        if e.kind == "error" and _AGENT_GOT_SIGTERM.search(e.text):
+            hit = e
+            break
+    if hit is None:
+        return None
+    for x in log.of("progress"):
+        if not _before(x, hit):
+            continue
+        total = log.total_steps or x.total
+        if is_training(x) and x.step is not None and total and x.step >= total:
+            return None
+    return hit
+
+
+def _before(a: LogEvent, b: LogEvent) -> bool:
+    """`a` comes before `b` in the log: by line when both have one (a short log's windows overlap), else by
+    window and offset."""
+    if a.line is not None and b.line is not None:
+        return a.line < b.line or (a.line == b.line and a.window == b.window and a.offset < b.offset)
+    return (a.window == "tail", a.offset) < (b.window == "tail", b.offset)
+
+
+def training_total(log: LogSummary | None) -> int | None:
+    """The steps training was set to run, as the log says it: the total it announced (HF's `Total optimization
+    steps = N`), else its training bar's total (`25/40`)."""
+    if log is None:
+        return None
+    if log.total_steps:
+        return log.total_steps
+    totals = [e.total for e in log.of("progress") if is_training(e) and e.total]
+    return max(totals) if totals else None
+
+
+def _epoch(s: str) -> float | None:
+    from datetime import UTC, datetime
+
+    if not s:
+        return None
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
 
 
 def _status_int(v: Any) -> int | None:
@@ -867,7 +1055,10 @@ def _group(h: History, runs: list[Run]) -> None:
             why = f"pod {pod} restarted its container {key[2]} time(s) before the instance whose log is here"
             h.lost_instances.append((number, gap, why + "; the earlier instances' logs are gone"))
             number += gap
-        if prev_key is None:
+        if prev_key is None and key == (0, 0, 0) and lost:
+            # the first pod seen replaced one that is gone (a suspend or preemption deleted it)
+            how = "resumed" if h.interruptions else "pod-replaced"
+        elif prev_key is None:
             how = "initial" if key == (0, 0, 0) else _how(key, (0, 0, 0), h)
         else:
             how = _how(key, prev_key, h)

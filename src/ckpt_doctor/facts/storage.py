@@ -123,12 +123,14 @@ def candidates(spec: TrainerSpec, prog: Program) -> list[CkptDir]:
                     ev = part.source.evidence(c.site.text)
                     if v.known and isinstance(v.const, str):
                         out.append(CkptDir(v.const, None, f"script {key}", ev))
-                    elif v.env:
+                    elif v.env and not v.dynamic:
                         val = env.get(v.env) or prog.env.get(v.env)
                         raw = val if val is not None else f"${{{v.env}}}"
                         out.append(CkptDir(raw, None, f"script {key} (env {v.env})", ev))
                     else:
-                        out.append(CkptDir(f"<{v.source}>", None, f"script {key}", ev, unresolved=v.source))
+                        out.append(CkptDir(f"<{v.source}>", None, f"script {key}", ev, unresolved=v.source,
+                                           dynamic=v.dynamic))  # fmt: skip
+        out += _dynamic_save_dirs(part)
     for part in prog.configs:
         from ckpt_doctor.facts.program.config import get
 
@@ -141,12 +143,78 @@ def candidates(spec: TrainerSpec, prog: Program) -> list[CkptDir]:
     return out
 
 
+# save APIs that write one file: only the directories above the file name are where they save into
+FILE_SAVES = ("torch.save", "safetensors", "save_file", "np.save", "numpy.save", "pickle.dump")
+
+
+def _dynamic_save_dirs(part: Any) -> list[CkptDir]:
+    """The directories the program's saves write into, when a part of them changes on every start: a save
+    whose path is built from the clock, the host name or a random id (directly, or through a name bound to
+    one). Only such directories are added: the others are known from the framework's own arguments."""
+    import ast
+
+    out: list[CkptDir] = []
+    names = part.facts.dynamic_names
+    for io in part.facts.io:
+        if io.op != "save" or not io.path:
+            continue
+        try:
+            expr = ast.parse(io.path.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if io.api.endswith(FILE_SAVES):  # a file: its own name may carry the time; its directory may not
+            if not (isinstance(expr, ast.Call) and _last_name(expr.func) == "join" and len(expr.args) > 1):
+                continue
+            parts: list[ast.AST] = list(expr.args[:-1])
+        else:
+            parts = [expr]
+        why = next((w for p in parts for w in [_dynamic_in(p, names)] if w), None)
+        if why is None:
+            continue
+        out.append(CkptDir(f"<{io.path}>", None, f"script {io.api} path", part.source.evidence(io.site.text),
+                           unresolved=io.path, dynamic=why))  # fmt: skip
+    return out
+
+
+def _last_name(f: Any) -> str:
+    import ast
+
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _dynamic_in(node: Any, names: dict[str, tuple[str, int]]) -> str | None:
+    """What in an expression (as written in a save's path) changes on every start: a name bound to such a
+    value, or a call of the clock or an id (`facts/program/python/dynamic.py`)."""
+    import ast
+
+    from ckpt_doctor.facts.program.python.dynamic import CLOCK, IDENTITY
+
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in names:
+            what, line = names[n.id]
+            return f"{n.id} = … {what} (line {line})" if line else f"{n.id} = … {what}"
+        if isinstance(n, ast.Call):
+            f = n.func
+            parts = []
+            while isinstance(f, ast.Attribute):
+                parts.append(f.attr)
+                f = f.value
+            if isinstance(f, ast.Name):
+                q = ".".join([f.id, *reversed(parts)])
+                if q in CLOCK or q in IDENTITY:
+                    return q + "()"
+    return None
+
+
 def _resolve(cd: CkptDir, spec: TrainerSpec, scope: Scope, prog: Program) -> None:
     from ckpt_doctor.facts.program.shell import expand_word, kube_expand
 
     env = spec.env()  # fieldRef values stay as <fieldRef:…>: a per-pod part is a dynamic part
     if cd.unresolved is not None:  # an expression of the script the reader could not evaluate
-        cd.notes.append(f"the script computes it ({cd.unresolved}); its value is not known")
+        if cd.dynamic:
+            cd.notes.append(f"the script computes it ({cd.unresolved}) from {cd.dynamic}, which differs on every start")
+        else:
+            cd.notes.append(f"the script computes it ({cd.unresolved}); its value is not known")
         return
     # kubelet expands $(VAR) in env values and args before the shell sees $VAR / ${VAR}
     value, _missing = kube_expand(cd.raw, env)
@@ -316,3 +384,68 @@ def claim_template(scope: Scope, volume: str | None) -> str | None:
         return None
     owner = scope.jobset.name if scope.jobset is not None else (scope.name or "<trainjob>")
     return f"{volume}-{owner}"
+
+
+# -- checkpoint identity: which directory a checkpoint was saved into -------------------------------------
+def _checkpoint_names(stacks: tuple[str, ...]) -> list[Any]:
+    """The checkpoint names of the frameworks in `stacks` (of every framework when none is named), without the
+    catch-all `*` of frameworks whose program names the directory (DCP)."""
+    from ckpt_doctor import frameworks
+
+    fws = [f for f in (frameworks.get(s) for s in stacks) if f is not None] if stacks else []
+    fws = fws or list(frameworks.all_frameworks())
+    return [n for f in fws if f.layout is not None for n in f.layout.names if n.template.strip("*")]
+
+
+def _names_step(comp: str, step: int | None) -> bool:
+    """A path component that carries the checkpoint's step as a number of its own (`step_20`, `global_step20`,
+    `epoch=0-step=20.ckpt`, `iter_0000020`, `20`), not inside a longer number (`run-20261202`)."""
+    return step is not None and re.search(rf"(?<![0-9]){0 if step == 0 else ''}0*{step}(?![0-9])", comp) is not None
+
+
+def save_into(path: str | None, step: int | None = None, stacks: tuple[str, ...] = ()) -> str | None:
+    """The directory a framework saved a checkpoint into, from the path a log line or a listing gives for it
+    (issue 19 §4: checkpoint identity follows the framework's layout).
+
+    The checkpoint is the deepest component of the path that is one of the frameworks' checkpoint names
+    (`checkpoint-10`, `step=10.ckpt`, `iter_0000010`) or carries the saved step; a checkpoint nested in another
+    (DeepSpeed's `global_step10` tag inside HF Trainer's `checkpoint-10`, a layout's `parent`) belongs to the
+    outer one; a file checkpoint (Lightning's `step=N.ckpt`) is saved into its directory. A relative path (a
+    DeepSpeed tag as its log names it) is relative to a directory the line does not name: None."""
+    if not path or not path.startswith("/"):
+        return None
+    comps = [c for c in path.rstrip("/").split("/")]
+    if len(comps) < 2:
+        return None
+    names = _checkpoint_names(stacks)
+    # a name that starts with a wildcard (`*{step}*`) says little on its own: it counts with the step only
+    exact = [n for n in names if not n.template.startswith("*")]
+
+    def named(c: str) -> Any:
+        return next((n for n in exact if n.match(c) is not None), None)
+
+    def is_checkpoint(c: str) -> bool:
+        if step is not None:
+            return _names_step(c, step) and (named(c) is not None or any(n.match(c) for n in names))
+        return named(c) is not None
+
+    at = next((i for i in range(len(comps) - 1, 0, -1) if is_checkpoint(comps[i])), None)
+    if at is None:
+        return posixpath.normpath(path) if "." not in comps[-1] else posixpath.dirname(path.rstrip("/")) or "/"
+    while at > 1 and _inside(comps[at - 1], comps[at], step, exact):
+        at -= 1  # a tag inside a checkpoint (global_step10 in checkpoint-10): the outer one is the checkpoint
+    return "/".join(comps[:at]) or "/"
+
+
+def _inside(outer: str, inner: str, step: int | None, names: list[Any]) -> bool:
+    """`inner` is a checkpoint nested in the checkpoint `outer`: its layout says so (DeepSpeed's `global_step{step}`
+    has the parent `hf-trainer:checkpoint-{step}`), or both are checkpoint names carrying the same step."""
+    outer_names = [n for n in names if n.match(outer) is not None]
+    if not outer_names:
+        return False
+    for n in names:
+        if n.parent and n.match(inner) is not None:
+            tmpl = n.parent.split(":", 1)[-1]
+            if any(o.template == tmpl for o in outer_names):
+                return True
+    return step is not None and _names_step(outer, step) and _names_step(inner, step)

@@ -769,6 +769,8 @@ def _ending(
 def _signal_text(code: int | None, r: Run | None) -> str:
     if code == SIGTERM_EXIT:
         return "SIGTERM (exit 143)"
+    if r is not None and r.exited_after_sigterm:
+        return f"SIGTERM, then exit {code}"
     if code == SIGKILL_EXIT:
         got_term = r is not None and r.log is not None and r.log.first("sigterm", "sigterm_flush") is not None
         return "SIGTERM, then SIGKILL when the grace period ran out (exit 137)" if got_term else "SIGKILL (exit 137)"
@@ -796,6 +798,8 @@ def _from_container(r: Run) -> Ending:
     if reason == "OOMKilled":
         return Ending("oom-killed", f"{head}: the container went over its memory limit", r.finished, code, reason,
                       evidence=ev)  # fmt: skip
+    if r.exited_after_sigterm and code is not None:
+        return _after_sigterm(r, head, crash, ev)
     if code == 0 or reason == "Completed":
         return Ending("completed", f"{head}: finished", r.finished, code, reason, evidence=ev)
     if code == SIGTERM_EXIT:
@@ -814,6 +818,23 @@ def _from_container(r: Run) -> Ending:
         return Ending("crash", f"{head}" + (f": {crash}" if crash else ""), r.finished, code, reason, evidence=ev)
     return Ending("unknown", reason or "how it ended is not in the snapshot", r.finished, code, reason, evidence=ev)
 
+
+def _after_sigterm(r: Run, head: str, crash: str, ev: list[dict[str, Any]]) -> Ending:
+    """A run that exited with a code of its own after SIGTERM reached it was stopped, not finished and not
+    crashed: exit 0 is what a save-on-SIGTERM handler or Lightning's signal handling leaves (Kubernetes then
+    counts the pod as Succeeded: see sigterm-exit-zero), exit 1 what torchrun's agent leaves after stopping
+    its workers."""
+    code = r.exit_code
+    if code == 0:
+        text = f"{head}: stopped by SIGTERM and exited 0, which Kubernetes counts as success"
+    elif _AGENT_RX.search(crash):
+        text = f"{head}: stopped by SIGTERM (torchrun's agent exits 1 on it: {crash})"
+    else:
+        text = f"{head}: stopped by SIGTERM, then exited {code}" + (f"; {crash}" if crash else "")
+    return Ending("sigterm", text, r.finished, code, r.reason, evidence=[*ev, *r.sigterm[:2]])
+
+
+_AGENT_RX = re.compile(r"SignalException: Process \d+ got signal")
 
 POD_REASONS = {
     "Evicted": ("evicted", "pod evicted"),

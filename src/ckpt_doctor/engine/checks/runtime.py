@@ -9,6 +9,7 @@ from ckpt_doctor.engine.checks import absence, check, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import compare, trainer_rjob_index
+from ckpt_doctor.facts.timeline import epoch
 from ckpt_doctor.scope import ANCESTOR_LABEL, RUNTIME_KINDS, TRAINER_CONTAINER, replicated_jobs, runtime_ref
 from ckpt_doctor.snapshot import TRAINER_GROUP
 
@@ -298,21 +299,53 @@ def grace_period(facts: Facts, rule: Rule) -> Result:
     minimum = int(facts.param(rule, "minSeconds", 60))
     value = spec.pod_spec.get("terminationGracePeriodSeconds")
     path = f"{spec.base_path}.terminationGracePeriodSeconds"
+    grace = 30 if value is None else int(value)
+    saves = _save_times(facts) if facts.mode == "diagnose" else []
+    longest = max(saves, key=lambda p: p[1].seconds, default=None)
+    took = ""
+    save_ev: list[dict[str, Any]] = []
+    if longest is not None:
+        r, t = longest
+        took = _took(t, grace)
+        if r.log is not None:
+            save_ev = [t.start.evidence(r.log.ref, r.attempt)] + (
+                [t.end.evidence(r.log.ref, r.attempt)] if t.end is not None else [])  # fmt: skip
+    outlived = longest is not None and (longest[1].at_least or longest[1].seconds >= grace)
+    subject = facts.runtime_subject() if not spec.from_pod else facts.subject()
     if value is None:
         return fail(
-            facts.runtime_subject() if not spec.from_pod else facts.subject(),
-            [absence("terminationGracePeriodSeconds", f"{spec.object} {spec.base_path}")],
+            subject,
+            [absence("terminationGracePeriodSeconds", f"{spec.object} {spec.base_path}"), *save_ev],
             f"terminationGracePeriodSeconds is not set, so Kubernetes gives 30 s (< {minimum} s) "
-            "to flush a final checkpoint",
-            "medium",
+            "to flush a final checkpoint" + (f"; {took}" if took else ""),
+            "high" if outlived else "medium",
         )
-    if int(value) < minimum:
-        return fail(
-            facts.runtime_subject() if not spec.from_pod else facts.subject(),
-            [field_ev(spec.object, path, value)],
-            f"terminationGracePeriodSeconds is {value} s, below {minimum} s",
-        )
+    if grace < minimum or outlived:
+        why = f"below {minimum} s" if grace < minimum else f"at or above the {minimum} s minimum, yet too short here"
+        return fail(subject, [field_ev(spec.object, path, value), *save_ev],
+                    f"terminationGracePeriodSeconds is {value} s, {why}" + (f"; {took}" if took else ""))  # fmt: skip
+    if took:
+        return ok(reason=f"terminationGracePeriodSeconds is {value} s; {took}")
     return ok(reason=f"terminationGracePeriodSeconds is {value} s")
+
+
+def _save_times(facts: Facts) -> list[tuple[Any, Any]]:
+    """Every save duration the attempts' logs show (facts/attempts.py `Run.save_times`), with its run; a save cut
+    short after SIGTERM is timed from the kubelet's Killing event when the run's own line has no clock."""
+    out = []
+    for r in facts.history.runs:
+        kill = next((epoch(e.get("lastTimestamp")) for e in r.sigterm if e.get("type") == "event"), None)
+        out += [(r, t) for t in r.save_times(kill)]
+    return out
+
+
+def _took(t: Any, grace: int) -> str:
+    """How long the save took, in the finding's words."""
+    what = f"the save of step {t.step}" if t.step is not None else "a save"
+    if t.at_least:
+        return (f"{what} began after SIGTERM and was still running when SIGKILL came at the end of the {grace} s "
+                f"grace period: a final save here takes more than {grace} s")  # fmt: skip
+    return f"{what} took {t.seconds:.0f} s in this job's logs (from its start line to its completion)"
 
 
 @check("backoff-limit-fights-restarts")

@@ -8,7 +8,7 @@ from ckpt_doctor.engine.checks import absence, check, event_ev, field_ev
 from ckpt_doctor.engine.checks.symptoms import volume_events
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
-from ckpt_doctor.facts.storage import PERSISTENT_SOURCES, CkptDir, node_local
+from ckpt_doctor.facts.storage import PERSISTENT_SOURCES, CkptDir, node_local, save_into
 from ckpt_doctor.scope import claim_names
 
 if TYPE_CHECKING:
@@ -123,12 +123,15 @@ def _storage_unknown(facts: Facts, cd: CkptDir) -> str | None:
 @check("ckpt-dir-changed")
 def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
     cd = facts.ckpt_dir
-    if cd is not None and cd.dynamic:
-        return fail(
-            facts.subject(),
-            [cd.evidence],
-            f"the checkpoint directory {cd.raw!r} contains {cd.dynamic!r}, which changes on every pod or run",
-        )
+    dyn = next((d for d in facts.ckpt_dirs if d.dynamic), None)
+    if dyn is not None:
+        if dyn.unresolved is not None:  # computed by the script: name the part that changes
+            detail = (f"the script builds the checkpoint directory ({dyn.source}: {dyn.unresolved}) from "
+                      f"{dyn.dynamic}, which changes on every start: each restart saves into, and looks in, a new "
+                      "directory")  # fmt: skip
+        else:
+            detail = f"the checkpoint directory {dyn.raw!r} contains {dyn.dynamic!r}, which changes on every pod or run"
+        return fail(facts.subject(), [dyn.evidence], detail)
     # across attempts: the same directory on every trainer pod spec
     per_pod: dict[str, tuple[str, dict[str, Any]]] = {}
     for spec in facts.pod_specs:
@@ -143,26 +146,43 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
             [ev for _o, (_p, ev) in items[:4]],
             f"trainer pods use different checkpoint directories: {', '.join(sorted(paths))}",
         )
-    # from logs: attempts saving into different directories
+    # from logs: attempts saving into different directories (the directory a checkpoint was saved into, by the
+    # framework's layout: a file is saved into its directory, a tag into the checkpoint it sits in)
     h = facts.history
-    first_dir: dict[str, tuple[Run, LogEvent]] = {}
+    stacks = tuple(facts.program.stacks) if facts.program is not None else ()
+    first: tuple[str, Run, LogEvent] | None = None
+    last: tuple[Run, LogEvent] | None = None  # a save of a later attempt into the same directory
     for r in h.runs:
         for e in r.saves():
-            if not e.path:
+            d = save_into(e.path, e.step, stacks)
+            if d is None or r.log is None:
                 continue
-            d = _parent_dir(e.path)
-            if first_dir and d not in first_dir:
-                (sr, se) = next(iter(first_dir.values()))
-                if sr.attempt < r.attempt:
-                    return fail(
-                        facts.subject(),
-                        [
-                            se.evidence(sr.log.ref, sr.attempt),
-                            e.evidence(r.log.ref, r.attempt),
-                        ],
-                        f"attempt {sr.attempt} saved under {next(iter(first_dir))}, attempt {r.attempt} under {d}",
-                    )
-            first_dir.setdefault(d, (r, e))
+            if first is None:
+                first = (d, r, e)
+            elif d != first[0] and first[1].attempt < r.attempt:
+                d0, sr, se = first
+                assert sr.log is not None
+                return fail(
+                    facts.subject(),
+                    [se.evidence(sr.log.ref, sr.attempt), e.evidence(r.log.ref, r.attempt)],
+                    f"attempt {sr.attempt} saved into {d0}, attempt {r.attempt} into {d}",
+                )
+            elif first[1].attempt < r.attempt:
+                last = (r, e)
+    looked = _looked_in_changed(h, stacks)
+    if looked is not None:
+        return looked(facts)
+    listed = _listing_shows_change(facts)
+    if listed is not None:
+        return listed
+    if first is not None and last is not None:
+        d0, sr, se = first
+        lr, le = last
+        assert sr.log is not None and lr.log is not None
+        return ok(
+            reason=f"attempts {sr.attempt} and {lr.attempt} saved into the same directory, {d0}",
+            evidence=[se.evidence(sr.log.ref, sr.attempt), le.evidence(lr.log.ref, lr.attempt)],
+        )
     if cd is None and not per_pod:
         return skip("no checkpoint directory found in env, args or config")
     if cd is not None and cd.path is None:
@@ -170,11 +190,84 @@ def ckpt_dir_changed(facts: Facts, rule: Rule) -> Result:
     return ok(reason="the checkpoint directory is fixed and the same for every attempt in the snapshot")
 
 
-def _parent_dir(path: str) -> str:
-    for marker in ("/checkpoint-", "/iter_", "/global_step"):
-        if marker in path:
-            return path.rsplit(marker, 1)[0].rstrip("/")
-    return path.rstrip("/")
+def _looked_in(path: str | None, step: int | None, stacks: tuple[str, ...]) -> str | None:
+    """The directory a resume or fresh-start line says the attempt looked in: a pointer file's directory
+    (DeepSpeed's `latest`, Megatron's `latest_checkpointed_iteration.txt`), the directory a checkpoint it names
+    was saved into, else the directory it names."""
+    from ckpt_doctor import frameworks
+
+    if not path or not path.startswith("/"):
+        return None
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    pointers = {p.file for f in frameworks.all_frameworks() if f.layout is not None for p in f.layout.pointers}
+    if base in pointers:
+        return path.rstrip("/").rsplit("/", 1)[0] or "/"
+    return save_into(path, step, stacks)
+
+
+def _looked_in_changed(h: Any, stacks: tuple[str, ...]) -> Any:
+    """Two attempts whose lines of the same kind (`Unable to find latest file at …/latest`) name different
+    directories they looked in: a failing result maker, or None."""
+    seen: dict[str, tuple[str, Run, LogEvent]] = {}  # signature -> the first directory looked in
+    for a in h.attempts:
+        _k, _s, r, ev = h.attempt_start(a)
+        if r is None or ev is None or r.log is None or ev.kind not in ("resumed", "fresh_start"):
+            continue
+        d = _looked_in(ev.path, ev.step, stacks)
+        if d is None:
+            continue
+        prev = seen.get(ev.signature)
+        if prev is None:
+            seen[ev.signature] = (d, r, ev)
+        elif prev[0] != d and prev[1].attempt < r.attempt:
+            d0, pr, pe = prev
+            assert pr.log is not None
+
+            def result(facts: Facts, d0: str = d0, pr: Run = pr, pe: LogEvent = pe, r: Run = r, ev: LogEvent = ev,
+                       d: str = d) -> Result:  # fmt: skip
+                assert pr.log is not None and r.log is not None
+                return fail(
+                    facts.subject(),
+                    [pe.evidence(pr.log.ref, pr.attempt), ev.evidence(r.log.ref, r.attempt)],
+                    f"attempt {pr.attempt} looked for its checkpoint in {d0}, attempt {r.attempt} in {d}",
+                )
+
+            return result
+    return None
+
+
+def _listing_shows_change(facts: Facts) -> Result | None:
+    """A listing with two directories of one framework's checkpoints, one written only before an attempt began
+    and one only after: that attempt saved into a new directory (the listing is the framework's layout read on the
+    volume: facts/checkpoints.py)."""
+    from ckpt_doctor.facts.timeline import epoch
+
+    vol = facts.volume
+    latest = vol.latest()
+    if latest is None:
+        return None
+    dirs = [d for d in latest.dirs if d.checkpoints and all(c.mtime is not None for c in d.checkpoints)]
+    if len(dirs) < 2:
+        return None
+    for a in facts.history.attempts:
+        t = epoch(a.started)
+        if t is None:
+            continue
+        t += 1.0  # a container's startedAt is whole seconds: it began within the second after
+        before = [d for d in dirs if max(c.mtime or 0.0 for c in d.checkpoints) < t]
+        after = [d for d in dirs if min(c.mtime or 0.0 for c in d.checkpoints) >= t]
+        for old in before:
+            new = next((d for d in after if d.framework == old.framework and d.node.path != old.node.path), None)
+            if new is None:
+                continue
+            return fail(
+                facts.subject(),
+                [latest.evidence(old.checkpoints[-1]), latest.evidence(new.checkpoints[0])],
+                f"the listing shows {old.framework} checkpoints in {old.node.path}, all written before attempt "
+                f"{a.index} began ({a.started}), and in {new.node.path}, all written after: attempt {a.index} saved "
+                "into a new directory",
+            )
+    return None
 
 
 def _claim(facts: Facts) -> tuple[str | None, Any]:

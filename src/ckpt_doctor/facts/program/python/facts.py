@@ -36,6 +36,7 @@ class Value:
     env: str | None = None
     default: object | None = None
     option: str | None = None
+    dynamic: str | None = None  # the part of an unknown value that changes on every start (`time.strftime(…)`)
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,9 @@ class PyFacts:
     prints: list[Site] = field(default_factory=list)
     options: dict[str, Option] = field(default_factory=dict)
     arg_parsers: dict[str, Site] = field(default_factory=dict)  # HfArgumentParser, TrlParser, argparse
+    # names bound to a value that changes on every start (a clock, the host name, a random id):
+    # name -> (the part that changes, the line of the binding)
+    dynamic_names: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def first(self, name: str) -> Call | None:
         """The first call recorded under `name` (see `calls`)."""

@@ -9,6 +9,7 @@ import warnings
 
 from ckpt_doctor.facts.program.python.calls import Calls
 from ckpt_doctor.facts.program.python.discovery import Discoveries
+from ckpt_doctor.facts.program.python.dynamic import Dynamics
 from ckpt_doctor.facts.program.python.environ import Environ
 from ckpt_doctor.facts.program.python.facts import (
     PyFacts,
@@ -86,7 +87,7 @@ def _describe(e: Exception) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-class _Reader(Values, Options, Flow, Environ, Signals, Prints, Calls, Discoveries, SavesAndLoads, Tree):
+class _Reader(Values, Dynamics, Options, Flow, Environ, Signals, Prints, Calls, Discoveries, SavesAndLoads, Tree):
     """Every reader over the one walk of `Tree`."""
 
     def facts(self) -> PyFacts:
@@ -102,4 +103,5 @@ class _Reader(Values, Options, Flow, Environ, Signals, Prints, Calls, Discoverie
         out.calls = self._calls()
         out.discovery = self._discoveries(out.calls)
         out.io = self._io(out.calls)
+        out.dynamic_names = self._dynamic_names()
         return out

@@ -25,8 +25,16 @@ class Values:
         try:
             const, known, origin, extra = self._eval(node, func, at if at is not None else node, 0)
         except (RecursionError, ValueError, TypeError, OverflowError, MemoryError, IndexError, KeyError):
-            return Value(None, False, src, "expr")
+            return Value(None, False, src, "expr", dynamic=self._dynamic_of(node, func, at))
+        if not known:
+            extra = {**extra, "dynamic": self._dynamic_of(node, func, at)}
         return Value(const if known else None, known, src, origin, **extra)
+
+    def _dynamic_of(self, node: ast.AST, func: str, at: ast.AST | None) -> str | None:
+        try:
+            return self.dynamic_part(node, func, at)  # type: ignore[attr-defined,no-any-return]
+        except RecursionError:
+            return None
 
     def _eval(self, node: ast.AST, func: str, at: ast.AST, depth: int) -> tuple[Any, bool, str, dict[str, Any]]:
         unknown: tuple[Any, bool, str, dict[str, Any]] = (None, False, "expr", {})

@@ -1,0 +1,92 @@
+"""`grace-period-too-short` judged against how long saves take in this job's logs (issue 21 §5), on the real
+slow-save runs (recordings `*-slow-save-grace`: SIGTERM at step 25, storage slowed to 2 s per file, a 4 s grace
+period, so SIGKILL lands inside the final save) and on variants of them.
+
+A save's time comes from the typed save events: its start line to its completion line when both carry a
+timestamp, and a save begun after SIGTERM that SIGKILL cut short took longer than the grace period it had.
+The finding says both numbers; a grace period at or above the threshold still fails when a save here
+outlived it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ckpt_doctor.engine.catalogue import default_rules
+from ckpt_doctor.engine.checks import load_checks
+from ckpt_doctor.pipeline import diagnose_snapshot
+from ckpt_doctor.sources.bundle import open_bundle
+from tests.recordings.bundles import all_runs, write_bundle
+
+RUNS = {r["id"]: r for r in all_runs()}
+SLOW = sorted(r for r, run in RUNS.items() if run["scenario"] == "slow-save-grace")
+RULE = "grace-period-too-short"
+
+
+def judge(b: Path, **params: int) -> tuple[str, str]:
+    with open_bundle(b) as snap:
+        diag = diagnose_snapshot(snap)
+    facts = diag.facts
+    facts.params = {RULE: params} if params else {}
+    rule = next(r for r in default_rules() if r.id == RULE)
+    res = load_checks()[RULE](facts, rule)
+    res = res[0] if isinstance(res, list) else res
+    return res.status, res.detail or res.reason or ""
+
+
+def final_save_logged(rid: str) -> bool:
+    """The killed attempt's log shows its final save beginning (a line of its own, or the SIGTERM line that says
+    a save follows): DCP's loop prints only after a save."""
+    log = (RUNS[rid]["_dir"] / "attempt-0.log").read_text(errors="replace")
+    return bool(re.search(r"Saving model checkpoint to \S*-25|\[checkpoint\] SIGTERM", log))
+
+
+def test_there_are_such_runs() -> None:
+    assert len(SLOW) >= 4 and sum(final_save_logged(r) for r in SLOW) >= 3
+
+
+@pytest.mark.parametrize("rid", SLOW)
+def test_a_save_cut_by_the_grace_period_is_said_with_both_numbers(tmp_path: Path, rid: str) -> None:
+    status, detail = judge(write_bundle(RUNS[rid], "jobset-kept", tmp_path))
+    assert status == "fail"
+    assert "terminationGracePeriodSeconds is 4 s" in detail
+    if final_save_logged(rid):
+        assert "still running when SIGKILL came at the end of the 4 s grace period" in detail, detail
+        assert "more than 4 s" in detail
+
+
+@pytest.mark.parametrize("rid", [r for r in SLOW if final_save_logged(r)])
+def test_a_grace_period_above_the_threshold_still_fails_when_a_save_outlived_it(tmp_path: Path, rid: str) -> None:
+    """With the threshold lowered below the grace period, the save evidence alone fails the rule."""
+    status, detail = judge(write_bundle(RUNS[rid], "jobset-kept", tmp_path), minSeconds=3)
+    assert status == "fail", detail
+    assert "at or above the 3 s minimum, yet too short here" in detail
+
+
+def test_without_a_save_that_outlived_it_the_threshold_decides(tmp_path: Path) -> None:
+    """A healthy run (its saves completed, no SIGKILL) passes above the threshold and says no save time."""
+    status, detail = judge(write_bundle(RUNS["hf-5.24-correct-resume"], "jobset-kept", tmp_path), minSeconds=3)
+    assert status == "pass", detail
+
+
+def test_timestamped_save_lines_give_the_time_a_save_took(tmp_path: Path) -> None:
+    """`kubectl logs --timestamps`: DeepSpeed's own start and completion lines 75 s apart, a 60 s grace period."""
+    rid = "deepspeed-0.19-correct-resume"
+    b = write_bundle(RUNS[rid], "jobset-kept", tmp_path)
+    log = sorted((b / "logs").rglob("node.log"))[-1]
+    lines = [
+        "2026-12-02T00:20:00.000000000Z [2026-12-02 00:20:00,000] [INFO] [logging.py:128:log_dist] [Rank 0] "
+        "[Torch] Checkpoint global_step30 is about to be saved!",
+        "2026-12-02T00:21:15.000000000Z [2026-12-02 00:21:15,000] [INFO] [torch_checkpoint_engine.py:33:commit] "
+        "[Torch] Checkpoint global_step30 is ready now!",
+    ]
+    log.write_text(log.read_text() + "\n".join(lines) + "\n")
+    pods = b / "pods.yaml"
+    grace = "terminationGracePeriodSeconds"
+    pods.write_text(re.sub(rf"{grace}: \d+", f"{grace}: 60", pods.read_text()))
+    status, detail = judge(b, minSeconds=30)
+    assert status == "fail", detail
+    assert "took 75 s" in detail and "60 s" in detail
