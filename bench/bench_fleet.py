@@ -17,6 +17,16 @@ kinds, not with TrainJobs.
 
     .venv/bin/python bench/bench_fleet.py [--jobs 500] [--pods 8] [--namespaces 5] [--latency-ms 20]
         [--pairs 3] [--sample 10]
+
+The latency floor (issue 23): the same requests, nothing else. `--serve DIR` serves the cluster in the
+foreground (DIR/kc its kubeconfig), runs one fleet scan and writes the requests it made to DIR/requests.json;
+`--floor DIR` is one process that makes exactly those requests over keep-alive connections, `--in-flight`
+(16, the scan's limit: 8 TrainJobs × 2 log reads) at a time, reading every body. Time the two whole
+processes in interleaved pairs with any A/B timer (e.g. hyperfine, or `/usr/bin/time -v` in turns):
+
+    .venv/bin/python bench/bench_fleet.py --serve /tmp/fleet &   # wait for /tmp/fleet/requests.json
+    ckpt-doctor diagnose -A --kubeconfig /tmp/fleet/kc -o json -q      # A
+    .venv/bin/python bench/bench_fleet.py --floor /tmp/fleet            # B, the floor
 """
 
 from __future__ import annotations
@@ -88,8 +98,61 @@ def stats(xs: list[float]) -> str:
     return f"min {min(xs):.2f}  median {statistics.median(xs):.2f}  max {max(xs):.2f}"
 
 
+def serve(kube: FakeKube, out: Path) -> None:
+    """Write DIR/kc, make one fleet scan, keep its requests in DIR/requests.json, then serve until killed."""
+    out.mkdir(parents=True, exist_ok=True)
+    kc = kube.kubeconfig(out / "kc", namespace="fleet-0")
+    fleet(kube, kc)
+    reqs = [[r.method, r.path, r.query] for r in kube.requests]
+    (out / "requests.tmp").write_text(json.dumps(reqs))
+    os.replace(out / "requests.tmp", out / "requests.json")
+    print(f"serving at {kube.url}: {len(reqs)} requests in {out / 'requests.json'}", flush=True)
+    while True:
+        time.sleep(3600)
+
+
+def floor(where: Path, in_flight: int) -> None:
+    """Make the requests of DIR/requests.json, `in_flight` at a time, each connection kept alive."""
+    import http.client
+    import threading
+    from urllib.parse import urlencode, urlsplit
+
+    reqs = json.loads((where / "requests.json").read_text())
+    server = next(line.split("server:", 1)[1].strip() for line in (where / "kc").read_text().splitlines()
+                  if "server:" in line)  # fmt: skip
+    host = urlsplit(server)
+    todo = iter(reqs)
+    lock = threading.Lock()
+    got = [0]
+
+    def worker() -> None:
+        conn = http.client.HTTPConnection(host.hostname, host.port)
+        while True:
+            with lock:
+                r = next(todo, None)
+            if r is None:
+                break
+            method, path, query = r
+            conn.request(method, path + ("?" + urlencode(query) if query else ""),
+                         headers={"Authorization": "Bearer fake-token", "Accept": "application/json"})  # fmt: skip
+            n = len(conn.getresponse().read())
+            with lock:
+                got[0] += n
+        conn.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(in_flight)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(f"{len(reqs)} requests, {got[0]} bytes")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--serve", type=Path, metavar="DIR", help="serve the cluster; write DIR/kc and DIR/requests.json")
+    ap.add_argument("--floor", type=Path, metavar="DIR", help="make the requests of DIR/requests.json and exit")
+    ap.add_argument("--in-flight", type=int, default=16, help="requests in flight for --floor (default 16)")
     ap.add_argument("--jobs", type=int, default=500)
     ap.add_argument("--pods", type=int, default=8)
     ap.add_argument("--namespaces", type=int, default=5)
@@ -97,11 +160,16 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--sample", type=int, default=10)
     args = ap.parse_args()
+    if args.floor:
+        floor(args.floor, args.in_flight)
+        return
     with FakeKube(latency_ms=args.latency_ms) as kube:
         t = time.perf_counter()
         jobs = crowd(kube, args.jobs, args.namespaces, args.pods)
         print(f"served {len(jobs)} TrainJobs x {args.pods} pods in {args.namespaces} namespaces "
               f"({time.perf_counter() - t:.1f} s to load), latency {args.latency_ms} ms")  # fmt: skip
+        if args.serve:
+            serve(kube, args.serve)
         kc = kube.kubeconfig(Path(tempfile.mkdtemp()) / "kc", namespace="fleet-0")
         a_times, b_times = [], []
         a_req = b_req = (0, 0)

@@ -209,7 +209,7 @@ def _apply_bundle_limits(args: argparse.Namespace) -> None:
     that reads bundles, so one run's flags never carry over to the next in the same process)."""
     if not hasattr(args, "max_bundle_bytes"):
         return
-    from ckpt_doctor.sources.bundle import DEFAULT_LIMITS, Limits, set_limits
+    from ckpt_doctor.sources.archive_limits import DEFAULT_LIMITS, Limits, set_limits  # not the readers
 
     d = DEFAULT_LIMITS
     set_limits(

@@ -7,7 +7,7 @@ from typing import Any
 
 from ckpt_doctor.engine.walk import Diagnosis, evaluate
 from ckpt_doctor.facts.context import Facts
-from ckpt_doctor.facts.logs import load_signatures
+from ckpt_doctor.facts.logs import Signature, load_signatures
 from ckpt_doctor.scope import build_scope, pick_trainjob
 from ckpt_doctor.snapshot import Snapshot
 
@@ -17,11 +17,13 @@ def diagnose_snapshot(
     trainjob: str | None = None,
     version_flag: str | None = None,
     signature_dirs: list[Path] | None = None,
+    signatures: list[Signature] | None = None,
 ) -> Diagnosis:
-    """Diagnose one TrainJob of `snap` (the only one, or the one named)."""
+    """Diagnose one TrainJob of `snap` (the only one, or the one named). `signatures`, when given, are those
+    of `signature_dirs` already read (a fleet reads them once: the log scanner's index is built per list)."""
     tj = pick_trainjob(snap, trainjob)
     scope = build_scope(snap, tj)
-    sigs = load_signatures(signature_dirs or [])
+    sigs = signatures if signatures is not None else load_signatures(signature_dirs or [])
     facts = Facts(scope, mode="diagnose", version_flag=version_flag, signatures=sigs)
     from ckpt_doctor.sources.redact import redact_diagnosis  # every face prints what leaves here: redacted
 

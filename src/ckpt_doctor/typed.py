@@ -343,6 +343,10 @@ class _Walk:
             if key not in v:
                 continue
             item = v[key]
+            if item is None:
+                continue
+            if sub.__class__ is str and (item.__class__ is str if sub == TIME else _scalar_ok(sub, item)):
+                continue  # a scalar of the right type is kept as it is, without a path made for it
             ok, c = self.value(item, sub, f"{path}.{key}" if path else key)
             if ok and c is item:
                 continue

@@ -8,6 +8,7 @@ plain dicts or raises InputError naming the file.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,10 +16,44 @@ from typing import Any
 import yaml
 
 from ckpt_doctor.errors import InputError
+from ckpt_doctor.yamlblock import read_block_style
 
 # Bulk reading uses libyaml's parser through PyYAML (about 10x faster than a pure-Python parser on a
 # 1,500-pod dump); ruamel.yaml stays for round-trip edits and line positions (lint, --fix).
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _implicit_types() -> dict[str, tuple[re.Pattern[str], list[str]]] | None:
+    """The safe loaders' implicit types by a plain scalar's first character: one pattern, its alternatives PyYAML's
+    own patterns in PyYAML's order (the first that matches wins, as in Resolver.resolve), and their tags; None if
+    some type may start with any character."""
+    table = yaml.resolver.Resolver.yaml_implicit_resolvers
+    if None in table:
+        return None
+    out = {}
+    for first, types in table.items():
+        flags = {rx.flags for _tag, rx in types}
+        if len(flags) != 1:
+            return None
+        pattern = "|".join(f"(?P<t{i}>{rx.pattern})" for i, (_tag, rx) in enumerate(types))
+        out[first] = (re.compile(pattern, flags.pop()), [tag for tag, _rx in types])
+    return out
+
+
+_IMPLICIT = _implicit_types()
+_RESOLVER = yaml.resolver.Resolver()
+
+
+def resolve_plain(value: str) -> str:
+    """The tag the safe loaders give a plain scalar `value` (what Resolver.resolve gives, faster)."""
+    if _IMPLICIT is None:
+        return _RESOLVER.resolve(yaml.nodes.ScalarNode, value, (True, False))
+    got = _IMPLICIT.get(value[:1])
+    if got is None:
+        return _STR
+    m = got[0].match(value)
+    return _STR if m is None else got[1][int(m.lastgroup[1:])]  # type: ignore[index]
+
 
 # An expanded document larger than this many nodes is refused (an alias bomb expands
 # exponentially; a real kubectl dump of 20k events is ~2M nodes).
@@ -158,8 +193,8 @@ class _Builder:
 
     def __init__(self, text: str, where: str, max_nodes: int | None = None) -> None:
         self.where = where
+        self.text = text
         self.max_nodes = MAX_NODES if max_nodes is None else max_nodes
-        self.loader = _Loader(text)
         self.constructor = yaml.constructor.SafeConstructor()
         self.budget = SECONDS_BASE + SECONDS_PER_MIB * len(text) / (1024 * 1024)
         self.deadline = time.monotonic() + self.budget
@@ -169,10 +204,41 @@ class _Builder:
         self.aliased = False
 
     def documents(self) -> Iterator[Any]:
+        # the block style kubectl writes is read line by line (several times faster than libyaml's events become
+        # objects); anything else, or anything that reader is not sure of, by libyaml with the same values
+        docs = read_block_style(self.text, self._plain, self.max_nodes, MAX_DEPTH, self.deadline, self._timeout)
+        if docs is not None:
+            yield from docs
+            return
+        self.loader = _Loader(self.text)
         try:
             yield from self._documents()
         finally:
             self.loader.dispose()
+
+    def _timeout(self) -> None:
+        raise InputError(f"reading this YAML took longer than {self.budget:.0f} s; refusing it", self.where)
+
+    def _plain(self, value: str) -> Any:
+        """The value of a plain scalar (LookupError for the merge and value keys, no values by themselves)."""
+        got = self.words.get(value, _MISSING)
+        if got is _MISSING:
+            tag = resolve_plain(value)
+            if tag == _STR:
+                got = value
+            elif tag in (_MERGE, _VALUE):
+                raise LookupError(tag)
+            else:
+                node = yaml.nodes.ScalarNode(tag, value, None, None, None)
+                make = self.constructor.yaml_constructors.get(tag) or self.constructor.yaml_constructors[None]
+                got = make(self.constructor, node)
+                if got.__class__ is not str and not isinstance(got, int | float | bool | type(None)):
+                    return got  # timestamps: a new value each time, as PyYAML gives
+            if len(value) <= 256:
+                self.words[value] = got
+        elif got.__class__ is _Special:
+            raise LookupError(got.tag)
+        return got
 
     def _documents(self) -> Iterator[Any]:
         events = yaml.events

@@ -133,6 +133,8 @@ READER_FIRST = textwrap.dedent(
 
     def probe_start(self):
         seen["textual_before_start"] = "textual" in sys.modules
+        seen["readers_before_start"] = [m for m in ("ckpt_doctor.sources.bundle", "ckpt_doctor.yamlio", "yaml")
+                                        if m in sys.modules]  # the child imports them, on its own core
         start(self)
         seen["forked"] = self._run is not None and self._run.pid is not None
         end = time.monotonic() + 30
@@ -170,6 +172,7 @@ def test_the_bundle_reader_starts_before_textual_and_holds_its_frames_until_aske
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen == {
         "textual_before_start": False,
+        "readers_before_start": [],
         "forked": True,
         "frames_came": True,
         "unpickled_unasked": False,

@@ -51,7 +51,7 @@ def target_from(args: argparse.Namespace) -> Target:
     if args.trainjob and args.target:
         raise UsageError("give the TrainJob once: TARGET on a cluster, --trainjob in a bundle")
     if args.bundle is not None:  # what diagnose refuses (exit 3) is refused before the app takes the screen
-        from ckpt_doctor.sources.bundle import check_bundle_path
+        from ckpt_doctor.sources.archive_limits import check_bundle_path
 
         check_bundle_path(args.bundle)
     if args.refresh is not None and args.refresh <= 0:

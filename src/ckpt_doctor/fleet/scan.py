@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ckpt_doctor.errors import InputError, InternalError
+from ckpt_doctor.facts.logs import load_signatures
 from ckpt_doctor.fleet.summary import JobSummary, summarize
 from ckpt_doctor.pipeline import diagnose_snapshot
 from ckpt_doctor.scope import trainjobs
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
     from ckpt_doctor.sources.live.fleet import FleetCollector, NamespaceError
     from ckpt_doctor.sources.live.progress import Progress
 
-_DIAGNOSING = threading.Lock()  # one diagnosis at a time in the process (shared parsers; CPU-bound anyway)
+# one diagnosis at a time in the process (shared parsers; CPU-bound anyway), and one redaction: both parse Python
+# with `ast`, which CPython 3.11 does not do in two threads at once ("AST constructor recursion depth mismatch")
+_DIAGNOSING = threading.RLock()
 
 
 @dataclass
@@ -54,12 +57,12 @@ Part = Callable[["Diagnosis"], Any]
 
 def part_for(fmt: str | None) -> Part | None:
     """What to keep of each diagnosis for output format `fmt` (None: only the row)."""
-    if fmt == "json":  # exactly the document `diagnose NS/NAME -o json` prints
-        import json
+    if fmt == "json":  # exactly the document `diagnose NS/NAME -o json` prints (as plain JSON: printed compact
+        import json  # and read back, C's encoder, where its printed indentation takes Python's)
 
-        from ckpt_doctor.report.jsonout import render
+        from ckpt_doctor.report.jsonout import document
 
-        return lambda d: json.loads(render(d))
+        return lambda d: json.loads(json.dumps(document(d), ensure_ascii=False, default=str))
     if fmt == "sarif":
         from ckpt_doctor.report.sarif import build
 
@@ -87,6 +90,7 @@ class Diagnoser:
         self.part = part_for(fmt)
         self.fail_on = fail_on
         self.strict = strict
+        self._signatures: list[Any] | None = None  # read once for the fleet (and its log scanner's index built once)
 
     def one(self, snap: Snapshot, namespace: str, name: str, wanted: str | None = None) -> JobOutcome:
         """Diagnose TrainJob `wanted` (default NAMESPACE/NAME) of `snap`."""
@@ -95,7 +99,9 @@ class Diagnoser:
         try:
             with _DIAGNOSING:
                 target = wanted or f"{namespace}/{name}"
-                diag = diagnose_snapshot(snap, target, self.version_flag, self.signature_dirs)
+                if self._signatures is None:
+                    self._signatures = load_signatures(self.signature_dirs)
+                diag = diagnose_snapshot(snap, target, self.version_flag, self.signature_dirs, self._signatures)
                 out.row = summarize(diag)
                 out.part = self.part(diag) if self.part is not None else None
                 out.exit = diag.exit_code(self.fail_on, self.strict)
@@ -141,10 +147,11 @@ def scan_live(
         ns, name = _ns(tj) or "default", _name(tj)
         try:
             snap = fleet.snapshot(tj, fleet.collect(tj))
-            redactor = Redactor(enabled=redact)
-            redactor.snapshot(snap)
-            snap.meta["redactions"] = redactor.count
-            out = diagnoser.one(snap, ns, name)
+            with _DIAGNOSING:
+                redactor = Redactor(enabled=redact)
+                redactor.snapshot(snap)
+                snap.meta["redactions"] = redactor.count
+                out = diagnoser.one(snap, ns, name)
         except InputError as e:
             out = JobOutcome(ns, name, error=_clean(e.message))
         except CallError as e:  # the collector turns failures into gaps; this is one it could not

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ckpt_doctor.snapshot import Gap, Obj
+from ckpt_doctor.snapshot import Gap, Obj, Snapshot
 from ckpt_doctor.sources.redact_names import credential_position
 
 if TYPE_CHECKING:
@@ -90,20 +90,24 @@ def _tail_name(segments: list[tuple[str, str]]) -> str | None:
 
 
 class _Cited:
-    """The objects evidence cites, by `Kind/namespace/name`, each redacted once when first needed."""
+    """The objects evidence cites, by `Kind/namespace/name`, each redacted once when first needed. Indexed a kind
+    at a time, when first cited (the snapshot's index by kind: a bundle's 20,000 events are not walked to find a
+    pod)."""
 
-    def __init__(self, objects: list[Obj], r: Redactor) -> None:
-        self._objects = objects
+    def __init__(self, snap: Snapshot, r: Redactor) -> None:
+        self._snap = snap
         self._r = r
-        self._index: dict[str, Obj] | None = None
+        self._index: dict[str, dict[str, Obj]] = {}
         self._redacted: dict[str, Any] = {}
 
     def raw(self, ref: str) -> Any:
-        if self._index is None:
-            self._index = {}
-            for o in self._objects:
-                self._index.setdefault(o.ref(), o)
-        o = self._index.get(ref)
+        kind = ref.split("/", 1)[0]
+        by_ref = self._index.get(kind)
+        if by_ref is None:
+            by_ref = self._index[kind] = {}
+            for o in self._snap.of_kind(kind):  # in the snapshot's order: the first of a ref is the one cited
+                by_ref.setdefault(o.ref(), o)
+        o = by_ref.get(ref)
         return None if o is None else o.raw
 
     def redacted(self, ref: str) -> Any:
@@ -166,7 +170,7 @@ def redact_diagnosis(diag: Diagnosis, r: Redactor) -> Diagnosis:
         return diag
     for o in scope_objects(diag):
         learn_from(o, r)
-    cited = _Cited(list(diag.facts.scope.snap.objects), r)
+    cited = _Cited(diag.facts.scope.snap, r)
     for f in diag.findings:
         res = f.result
         evidence = []
