@@ -68,3 +68,55 @@ def test_a_newer_file_before_the_resume_leaves_it_unknown(run: dict[str, Any], t
     doc = _diag(d).to_json()
     f = next(x for x in doc["findings"] if x["rule"] == "resumed-older-checkpoint")
     assert f["status"] == "not_evaluated", f
+
+
+# -- final-checkpoint-missing: the step of last.ckpt from the save it was written in ---------------------------
+LOST = [r for r in KEPT if "final-checkpoint-missing" in r["verdict"]["fail"]]
+
+
+def _final(bundle: Path) -> dict[str, Any]:
+    return next(x for x in _diag(bundle).to_json()["findings"] if x["rule"] == "final-checkpoint-missing")
+
+
+def _shift_last(bundle: Path, tmp_path: Path, how: str) -> Path:
+    """A copy of the bundle whose listing before the resume is changed: `late` writes last.ckpt most of a save
+    interval after the newest step file (a later save whose step file a top-k rotation removed), `lone` keeps a
+    single step file (no interval to compare with)."""
+    d = tmp_path / how
+    shutil.copytree(bundle, d)
+    first = sorted((d / "checkpoints").rglob("*.txt"), key=lambda p: p.read_text().split("# at: ")[1][:30])[0]
+    lines = first.read_text().splitlines()
+    steps = sorted((ln for ln in lines if re.search(r"step=\d+\.ckpt$", ln)), key=lambda x: float(x.split()[2]))
+    gap = float(steps[-1].split()[2]) - float(steps[-2].split()[2])
+    out = []
+    for ln in lines:
+        if how == "late" and ln.endswith("/last.ckpt"):
+            f = ln.split()
+            ln = f"{f[0]} {f[1]} {float(steps[-1].split()[2]) + 0.8 * gap:.10f} {f[3]}"
+        if how == "lone" and ln in steps[:-1]:
+            continue
+        out.append(ln)
+    first.write_text("\n".join(out) + "\n")
+    return d
+
+
+def test_the_recordings_lose_steps_after_a_stepless_save() -> None:
+    assert {r["versions"]["lightning"][:3] for r in LOST} >= {"2.5", "2.6"}
+
+
+@pytest.mark.parametrize("run", LOST, ids=[r["id"] for r in LOST])
+def test_steps_lost_since_last_ckpt_fail_from_the_listing(run: dict[str, Any]) -> None:
+    """Attempt 0 printed a step past its last save and was SIGKILLed; attempt 1 resumed from last.ckpt, which the
+    listing shows written in the same save as the newest step file: the steps in between were lost (before, the
+    rule stayed not_evaluated: the resume's step was unknown)."""
+    f = _final(OUT / bundle_id(run, "jobset-kept"))
+    assert f["status"] == "fail" and f["confidence"] == "medium" and "in the same save" in f["detail"], f
+    assert any(e.get("type") == "checkpoint" and e["path"].endswith("/last.ckpt") for e in f["evidence"]), f
+
+
+@pytest.mark.parametrize("how", ["late", "lone"])
+@pytest.mark.parametrize("run", LOST, ids=[r["id"] for r in LOST])
+def test_a_listing_that_does_not_place_last_ckpt_leaves_it_unknown(run: dict[str, Any], how: str,
+                                                                   tmp_path: Path) -> None:  # fmt: skip
+    f = _final(_shift_last(OUT / bundle_id(run, "jobset-kept"), tmp_path, how))
+    assert f["status"] == "not_evaluated", f

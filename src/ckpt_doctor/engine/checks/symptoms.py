@@ -356,6 +356,14 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
         kind, step, nr, ev = h.attempt_start(nxt) if nxt is not None else ("unknown", None, None, None)
         if kind == "fresh":
             continue  # a fresh start is another symptom
+        listed: tuple[int, str, list[dict[str, Any]]] | None = None
+        if kind == "resumed" and step is None and nxt is not None and ev is not None and ev.path:
+            # a resume from a file whose name holds no step (Lightning's last.ckpt): the listings may place it
+            from ckpt_doctor.engine.checks.volume import stepless_resume_step
+
+            listed = stepless_resume_step(facts, nxt, ev.path)
+            if listed is not None:
+                step = listed[0]
         if kind == "resumed" and step is not None and last is not None and step >= last:
             # a run stopped from outside may have trained past the last step it printed (issue 19: a lower bound;
             # recordings dcp-1rank-sigterm-no-handler: `step 20/40` printed, step 25 reached, resumed from 20)
@@ -373,6 +381,14 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
         if tail is not None:
             evidence.append(_log_ev(r, tail))
         evidence.append(_log_ev(nr, ev))
+        if listed is not None:
+            return fail(
+                facts.subject(),
+                evidence + listed[2],
+                f"attempt {r.attempt} reached step {last} at least and was stopped without a final save; "
+                f"attempt {nr.attempt} resumed from step {step}: {listed[1]}",
+                "medium",
+            )
         return fail(
             facts.subject(),
             evidence,

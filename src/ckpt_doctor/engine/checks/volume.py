@@ -13,6 +13,7 @@ never rests on a listing that is missing or unknown.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
@@ -286,6 +287,38 @@ def _newest_written(found: list[Judged], path: str) -> str:
                         f"written at {epoch_text(c.mtime)}, after every other one")  # fmt: skip
             return ""
     return ""
+
+
+def stepless_resume_step(facts: Facts, a: Attempt, path: str) -> tuple[int, str, list[dict[str, Any]]] | None:
+    """The step of a checkpoint whose name holds none (Lightning's `last.ckpt`, rewritten at every save) that
+    attempt `a` resumed from: the listing taken last before `a` began shows it complete, the newest of its
+    directory, and written right after the newest step-named checkpoint, within less than half the interval
+    between two step-named saves (a later save whose own file a top-k rotation removed would have come a whole
+    interval later). (step, sentence, evidence), or None when the listings do not show it."""
+    vol = facts.volume
+    if not vol.seen:
+        return None
+    for j in reversed(_found_before(vol, facts.history, a)):
+        for d in j.dirs:
+            mine = [c for c in d.checkpoints if c.path == path or path.endswith("/" + c.name)]
+            if not mine:
+                continue
+            c = mine[0]
+            named = sorted((o for o in d.checkpoints if o is not c and o.step is not None and o.mtime is not None
+                            and o.complete), key=lambda o: o.mtime)  # type: ignore[arg-type,return-value]  # fmt: skip
+            others = [o.mtime for o in d.checkpoints if o is not c and o.mtime is not None]
+            if (not c.complete or c.mtime is None or len(named) < 2 or any(t > c.mtime for t in others)
+                    or c.step is not None):  # fmt: skip
+                return None
+            gaps = [b.mtime - x.mtime for x, b in pairwise(named)]  # type: ignore[operator]
+            newest = named[-1]
+            lag = c.mtime - newest.mtime  # type: ignore[operator]
+            if not gaps or min(gaps) <= 0 or lag >= min(gaps) / 2:
+                return None
+            said = (f"{c.name}, written {lag:.2f} s after {newest.name} in the same save ({j.label()}; the saves "
+                    f"before came {min(gaps):.1f} s or more apart)")  # fmt: skip
+            return newest.step, said, [j.evidence(newest), j.evidence(c)]  # type: ignore[return-value]
+    return None
 
 
 # -- fresh-start-after-restart -------------------------------------------------------------------------------
