@@ -282,9 +282,13 @@ class FleetCollector:
         log_workers: int = 2,
         workers: int = 8,
         progress: Progress | None = None,
+        in_flight: int = 0,
     ) -> None:
         self.cluster = cluster
         self.api = Api(cluster)
+        # at most this many log reads at once over all TrainJobs (0: each TrainJob's `log_workers` only), so a
+        # TrainJob may read more of its logs at once while others are between requests
+        self._log_api: Any = _Gated(self.api, in_flight) if in_flight > 0 else self.api
         self.scope = scope
         self.head_bytes = head_bytes
         self.tail_bytes = tail_bytes
@@ -705,13 +709,25 @@ class FleetCollector:
         col = Collector(self.cluster, _ns(tj) or "default", _name(tj), self.head_bytes, self.tail_bytes,
                         self.log_workers)  # fmt: skip
         col.api = Listed(self.api, self.store, self._narrowed(tj))  # type: ignore[assignment]
-        col.logs = LogReader(self.api, self.head_bytes, self.tail_bytes)
+        col.logs = LogReader(self._log_api, self.head_bytes, self.tail_bytes)
         return col.collect()
 
     def snapshot(self, tj: dict[str, Any], out: Collected) -> Snapshot:
         from ckpt_doctor.sources.live.collector import build_snapshot
 
         return build_snapshot(out, self.cluster, _ns(tj) or "default", _name(tj))
+
+
+class _Gated:
+    """`Api.log` through a shared limit of requests in flight."""
+
+    def __init__(self, api: Api, limit: int) -> None:
+        self.api = api
+        self._room = threading.BoundedSemaphore(limit)
+
+    def log(self, *args: Any, **kwargs: Any) -> bytes:
+        with self._room:
+            return self.api.log(*args, **kwargs)
 
 
 def _copy(o: Any) -> Any:
