@@ -3,6 +3,7 @@ process, and Ctrl-C / SIGTERM end the scan and its workers (real processes, real
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -63,6 +64,8 @@ def test_workers_print_the_same_bytes_in_the_same_order(
     assert one.rc in (0, 1), one.err
     assert sorted(seen) == [f"{ns}/{n}" for ns, n in jobs]  # every diagnosis went to a worker
     assert (two.rc, two.out, two.err) == (one.rc, one.out, one.err)
+    if fmt == "json":  # the diagnoses, printed one by one, are set in as the whole document printed at once has them
+        assert one.out == json.dumps(json.loads(one.out), indent=2, ensure_ascii=False) + "\n"
 
 
 def test_a_small_scan_stays_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ckpt_doctor.sources.live.collector import Collected
 
 MIN_JOBS_PER_PROCESS = 4  # fewer TrainJobs than this per process: forking costs more than it saves
+STOPS = {signal.SIGINT, signal.SIGTERM}
 QUEUED_PER_PROCESS = 4  # collected TrainJobs waiting for a worker, at most, per worker (memory)
 
 
@@ -61,6 +62,8 @@ def _start(diagnoser: Diagnoser, parent: int) -> None:
     global _diagnoser
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler: its SIGTERM ends a worker at once
+    if hasattr(signal, "pthread_sigmask"):  # forked while the parent held them back
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
     _diagnoser = diagnoser
     threading.Thread(target=_orphaned, args=(parent,), name="ckpt-fleet-parent", daemon=True).start()
     from ckpt_doctor.facts.logs import load_signatures
@@ -97,10 +100,17 @@ class Pool:
 
     def __init__(self, diagnoser: Diagnoser, processes: int) -> None:
         ctx = multiprocessing.get_context("fork")
-        self._pool = ProcessPoolExecutor(processes, mp_context=ctx, initializer=_start,
-                                         initargs=(diagnoser, os.getpid()))  # fmt: skip
-        # with fork, the first submit starts every worker at once, before the scan's threads exist
-        self._pool.submit(_noop).result()
+        # Ctrl-C and SIGTERM wait until the workers are up: raised in the middle of a fork (in an at-fork hook) the
+        # interrupt is lost, and half-started workers would outlive the scan
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS) if hasattr(signal, "pthread_sigmask") else None
+        try:
+            self._pool = ProcessPoolExecutor(processes, mp_context=ctx, initializer=_start,
+                                             initargs=(diagnoser, os.getpid()))  # fmt: skip
+            # with fork, the first submit starts every worker at once, before the scan's threads exist
+            self._pool.submit(_noop).result()
+        finally:
+            if held is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         self._room = threading.Semaphore(QUEUED_PER_PROCESS * processes)
         self._closed = False
 

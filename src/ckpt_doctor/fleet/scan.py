@@ -59,14 +59,18 @@ class FleetResult:
 Part = Callable[["Diagnosis"], Any]
 
 
+class JsonText(str):
+    """A TrainJob's JSON document, already printed (indent 2, as `diagnose NS/NAME -o json` prints it)."""
+
+
 def part_for(fmt: str | None) -> Part | None:
     """What to keep of each diagnosis for output format `fmt` (None: only the row)."""
-    if fmt == "json":  # exactly the document `diagnose NS/NAME -o json` prints (as plain JSON: printed compact
-        import json  # and read back, C's encoder, where its printed indentation takes Python's)
+    if fmt == "json":  # exactly the document `diagnose NS/NAME -o json` prints, printed as the fleet document
+        import json  # prints it (a worker process hands back one string, not thousands of objects)
 
         from ckpt_doctor.report.jsonout import document
 
-        return lambda d: json.loads(json.dumps(document(d), ensure_ascii=False, default=str))
+        return lambda d: JsonText(json.dumps(document(d), indent=2, ensure_ascii=False, default=str))
     if fmt == "sarif":
         from ckpt_doctor.report.sarif import build
 
