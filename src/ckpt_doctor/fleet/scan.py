@@ -168,6 +168,7 @@ def scan_live(
     procs = usable(processes, len(tjs))
     # forked now: after the TrainJobs are listed (so their number is known), before the scan's threads start
     pool = Pool(diagnoser, procs) if procs else None
+    fleet.copies = pool is None  # what is sent to a worker is copied on the way (and never changed here)
     with pool if pool is not None else nullcontext():
         fleet.prefetch()
         result = FleetResult("live", fleet.scope.describe(), namespace_errors=list(fleet.namespace_errors))
