@@ -128,3 +128,17 @@ def test_a_signal_ends_the_scan_and_its_workers(slow_fleet: Path, how: str) -> N
     assert b"interrupted" in err and b"Traceback" not in err, err.decode()[-2000:]
     assert out == b""
     assert _until(lambda: not any(Path(f"/proc/{w}").exists() for w in workers), 10), "a worker outlived the scan"
+
+
+def test_unreadable_signatures_are_each_diagnosis_s_error_as_in_one_process(tmp_path: Path) -> None:
+    bad = tmp_path / "sigs"
+    bad.mkdir()
+    (bad / "broken.yaml").write_text("signatures: [not closed\n")
+    with serving() as kube:
+        crowd(kube, 8, pods=2)
+        kc = kube.kubeconfig(tmp_path / "kc", namespace="fleet-0")
+        args = ["diagnose", "-A", "--kubeconfig", str(kc), "-q", "-o", "json", "--signatures", str(bad)]
+        one = run_cli([*args, "--processes", "1"])
+        two = run_cli([*args, "--processes", "2"])
+    assert (two.rc, two.out, two.err) == (one.rc, one.out, one.err)
+    assert all(r.get("error") for r in one.json()["trainjobs"])

@@ -70,7 +70,10 @@ def _start(diagnoser: Diagnoser, parent: int) -> None:
     from ckpt_doctor.sources.live.collector import build_snapshot  # noqa: F401  (imported while the parent lists)
 
     if diagnoser._signatures is None:
-        diagnoser._signatures = load_signatures(diagnoser.signature_dirs)
+        try:
+            diagnoser._signatures = load_signatures(diagnoser.signature_dirs)
+        except Exception:  # each diagnosis reads them again and says why, as in one process
+            diagnoser._signatures = None
 
 
 def _orphaned(parent: int) -> None:
