@@ -4,8 +4,8 @@ A diagnosis is CPU-bound Python (redaction, the rules, the output's document), s
 The parent keeps the requests in flight: each collected TrainJob (its `Collected`: plain objects and log
 windows) is queued for a worker and the collecting thread moves on to the next TrainJob. The worker builds,
 redacts and diagnoses its Snapshot exactly as the parent would and sends back the outcome (row, output
-part, exit code). Outcomes keep the order of the TrainJobs, so the
-output is byte for byte the single-process one.
+part, exit code). Outcomes keep the order of the TrainJobs, so the output is byte for byte the
+single-process one.
 
 Workers are forked (they inherit the loaded modules and the caller's settings), right after the TrainJobs
 are listed and before any thread of the scan starts, so no lock is copied while held. Where fork is not
@@ -111,6 +111,8 @@ class Pool:
                                              initargs=(diagnoser, os.getpid()))  # fmt: skip
             # with fork, the first submit starts every worker at once, before the scan's threads exist
             self._pool.submit(_noop).result()
+        except BrokenProcessPool:
+            raise InternalError("the diagnosis worker processes could not start") from None
         finally:
             if held is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
@@ -118,7 +120,8 @@ class Pool:
         self._closed = False
 
     def submit(self, out: Collected, cluster: Cluster, namespace: str, name: str, redact: bool) -> Future[JobOutcome]:
-        """Queue one collected TrainJob's diagnosis; waits while `limit` are queued (what waits is held in memory)."""
+        """Queue one collected TrainJob's diagnosis; waits while QUEUED_PER_PROCESS per worker are queued or
+        running (each holds its collection in memory)."""
         self._room.acquire()
         if self._closed:
             self._room.release()  # wake the next waiter too
