@@ -21,7 +21,7 @@ kinds, not with TrainJobs.
 The latency floor (issue 23): the same requests, nothing else. `--serve DIR` serves the cluster in the
 foreground (DIR/kc its kubeconfig), runs one fleet scan and writes the requests it made to DIR/requests.json;
 `--floor DIR` is one process that makes exactly those requests over keep-alive connections, `--in-flight`
-(16, the scan's limit: 8 TrainJobs × 2 log reads) at a time, reading every body. Time the two whole
+(16, the scan's limit: 2 × `--concurrency` 8 log reads at once) at a time, reading every body. Time the two whole
 processes in interleaved pairs with any A/B timer (e.g. hyperfine, or `/usr/bin/time -v` in turns):
 
     .venv/bin/python bench/bench_fleet.py --serve /tmp/fleet &   # wait for /tmp/fleet/requests.json

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_inspect_flags, add_log_flags
+from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_inspect_flags, add_log_flags, positive_int
 from ckpt_doctor.commands.common import add_output_flags, emit, live_diagnosis, say_lost
 from ckpt_doctor.errors import UsageError
 
@@ -25,6 +25,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     fleet.add_argument("-A", "--all-namespaces", action="store_true", help="every TrainJob of every namespace")
     fleet.add_argument("-l", "--selector", metavar="SELECTOR", help="only TrainJobs with these labels (like kubectl)")
     fleet.add_argument("--all", action="store_true", help="every TrainJob of the --bundle")
+    fleet.add_argument(
+        "--processes",
+        type=positive_int,
+        metavar="N",
+        help="live scans: diagnose in up to N worker processes while the requests go on (default: one per CPU "
+        "this process may use; 1: all in this process); the output is the same",
+    )
     add_diagnosis_flags(p)
     add_output_flags(p, ("text", "json", "markdown", "sarif", "junit"))
     add_cluster_flags(p)

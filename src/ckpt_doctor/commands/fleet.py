@@ -64,6 +64,17 @@ def run_bundle(args: argparse.Namespace) -> FleetResult:
 
 
 def run_live(args: argparse.Namespace) -> FleetResult:
+    import signal
+
+    from ckpt_doctor.fleet.procs import default_processes
+    from ckpt_doctor.signals import handled, raise_interrupt
+
+    processes = args.processes if getattr(args, "processes", None) else default_processes()
+    with handled((signal.SIGTERM,), raise_interrupt):  # `kill PID` stops it as Ctrl-C does: the workers end too
+        return _scan(args, processes)
+
+
+def _scan(args: argparse.Namespace, processes: int) -> FleetResult:
     from ckpt_doctor.fleet.scan import scan_cluster
 
     return scan_cluster(
@@ -77,6 +88,7 @@ def run_live(args: argparse.Namespace) -> FleetResult:
         concurrency=args.concurrency,
         log_bytes=args.log_bytes,
         quiet=args.quiet,
+        processes=processes,
     )
 
 

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ckpt_doctor import __version__
 from ckpt_doctor.engine.model import SEVERITIES, severity_rank
-from ckpt_doctor.fleet.scan import FleetResult, JobOutcome
+from ckpt_doctor.fleet.scan import FleetResult, JobOutcome, JsonText
 from ckpt_doctor.fleet.summary import RESUME_STATES, JobSummary, Lost
 
 SEV_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
@@ -185,6 +185,13 @@ def render_markdown(result: FleetResult) -> str:
 
 
 def to_json(result: FleetResult) -> dict[str, Any]:
+    doc = _document(result)
+    doc["diagnoses"] = [json.loads(p) if isinstance(p, JsonText) else p for p in doc["diagnoses"]]
+    return doc
+
+
+def _document(result: FleetResult) -> dict[str, Any]:
+    """`to_json`'s document, its diagnoses as the parts hold them (printed ones as `JsonText`)."""
     ranked = rank(result)
     rows: list[dict[str, Any]] = []
     for o in ranked:
@@ -206,7 +213,21 @@ def to_json(result: FleetResult) -> dict[str, Any]:
 
 
 def render_json(result: FleetResult) -> str:
-    return json.dumps(to_json(result), indent=2, ensure_ascii=False, default=str) + "\n"
+    """`to_json` printed with indent 2; the diagnoses, printed already (in the worker processes, or as each was
+    diagnosed), are set in, one level deeper, as the whole document printed at once would print them."""
+    doc = _document(result)
+    parts = doc["diagnoses"]
+    doc["diagnoses"] = []
+    text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
+    if not parts:
+        return text
+    printed = [p if isinstance(p, JsonText) else json.dumps(p, indent=2, ensure_ascii=False, default=str)
+               for p in parts]  # fmt: skip
+    # a top-level key, so its line starts with exactly two spaces; no string holds a raw newline
+    empty = '\n  "diagnoses": [],\n'
+    assert text.count(empty) == 1
+    inner = ",\n    ".join(p.replace("\n", "\n    ") for p in printed)
+    return text.replace(empty, '\n  "diagnoses": [\n    ' + inner + "\n  ],\n")
 
 
 def render_sarif(result: FleetResult) -> str:

@@ -1,16 +1,17 @@
 """Diagnose many TrainJobs: every one of a fleet collection (live) or of a bundle, one outcome each.
 
-Collections and log reads run concurrently; diagnoses run one at a time (they are CPU-bound, and the
-program readers share their parsers), each on its own Snapshot, which is dropped once the outcome holds
-what the output needs (the row, and the rendered part of the requested format). A TrainJob that cannot
-be diagnosed is an outcome with the reason, never a silent omission.
+Collections and log reads run concurrently; diagnoses run one at a time in a process (they are CPU-bound,
+and the program readers share their parsers), each on its own Snapshot, which is dropped once the outcome
+holds what the output needs (the row, and the rendered part of the requested format). A live scan may
+diagnose in worker processes as well (`fleet/procs.py`: one per CPU by default), with the same outcomes in
+the same order. A TrainJob that cannot be diagnosed is an outcome with the reason, never a silent omission.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,12 +25,15 @@ from ckpt_doctor.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from ckpt_doctor.engine.walk import Diagnosis
+    from ckpt_doctor.sources.live.client import Cluster
+    from ckpt_doctor.sources.live.collector import Collected
     from ckpt_doctor.sources.live.fleet import FleetCollector, NamespaceError
     from ckpt_doctor.sources.live.progress import Progress
 
 # one diagnosis at a time in the process (shared parsers; CPU-bound anyway), and one redaction: both parse Python
 # with `ast`, which CPython 3.11 does not do in two threads at once ("AST constructor recursion depth mismatch")
 _DIAGNOSING = threading.RLock()
+LOG_WORKERS = 4  # one TrainJob's log reads at once, within the scan's limit (`in_flight`)
 
 
 @dataclass
@@ -55,14 +59,18 @@ class FleetResult:
 Part = Callable[["Diagnosis"], Any]
 
 
+class JsonText(str):
+    """A TrainJob's JSON document, already printed (indent 2, as `diagnose NS/NAME -o json` prints it)."""
+
+
 def part_for(fmt: str | None) -> Part | None:
     """What to keep of each diagnosis for output format `fmt` (None: only the row)."""
-    if fmt == "json":  # exactly the document `diagnose NS/NAME -o json` prints (as plain JSON: printed compact
-        import json  # and read back, C's encoder, where its printed indentation takes Python's)
+    if fmt == "json":  # exactly the document `diagnose NS/NAME -o json` prints, printed as the fleet document
+        import json  # prints it (a worker process hands back one string, not thousands of objects)
 
         from ckpt_doctor.report.jsonout import document
 
-        return lambda d: json.loads(json.dumps(document(d), ensure_ascii=False, default=str))
+        return lambda d: JsonText(json.dumps(document(d), indent=2, ensure_ascii=False, default=str))
     if fmt == "sarif":
         from ckpt_doctor.report.sarif import build
 
@@ -115,6 +123,24 @@ class Diagnoser:
         return out
 
 
+def diagnose_collected(
+    diagnoser: Diagnoser, out: Collected, cluster: Cluster, namespace: str, name: str, redact: bool = True
+) -> JobOutcome:
+    """One collected TrainJob's outcome: its Snapshot built, redacted and diagnosed (here or in a worker)."""
+    from ckpt_doctor.sources.live.collector import build_snapshot
+    from ckpt_doctor.sources.redact import Redactor
+
+    try:
+        snap = build_snapshot(out, cluster, namespace, name)
+        with _DIAGNOSING:
+            redactor = Redactor(enabled=redact)
+            redactor.snapshot(snap)
+            snap.meta["redactions"] = redactor.count
+            return diagnoser.one(snap, namespace, name)
+    except InputError as e:
+        return JobOutcome(namespace, name, error=_clean(e.message))
+
+
 def _clean(text: str) -> str:
     from ckpt_doctor.sources.redact import redact_text
 
@@ -127,42 +153,61 @@ def scan_live(
     workers: int = 8,
     progress: Progress | None = None,
     redact: bool = True,
+    processes: int = 1,
 ) -> FleetResult:
-    """List, prefetch, then collect (logs) and diagnose every TrainJob, `workers` at a time."""
+    """List, prefetch, then collect (logs) and diagnose every TrainJob, `workers` at a time; the diagnoses in
+    up to `processes` worker processes (1: in this one)."""
+    import dataclasses
+    from contextlib import nullcontext
+
+    from ckpt_doctor.fleet.procs import Pool, usable
     from ckpt_doctor.sources.live.client import CallError
     from ckpt_doctor.sources.live.fleet import _name, _ns
-    from ckpt_doctor.sources.redact import Redactor
 
     tjs = fleet.trainjobs()
-    fleet.prefetch()
-    result = FleetResult("live", fleet.scope.describe(), namespace_errors=list(fleet.namespace_errors))
-    from ckpt_doctor.simulation import WORDS, simulated
+    procs = usable(processes, len(tjs))
+    # forked now: after the TrainJobs are listed (so their number is known), before the scan's threads start
+    pool = Pool(diagnoser, procs) if procs else None
+    fleet.copies = pool is None  # what is sent to a worker is copied on the way (and never changed here)
+    with pool if pool is not None else nullcontext():
+        fleet.prefetch()
+        result = FleetResult("live", fleet.scope.describe(), namespace_errors=list(fleet.namespace_errors))
+        from ckpt_doctor.simulation import WORDS, simulated
 
-    if simulated(v if isinstance(v := getattr(fleet.store, "version", None), str) else None):
-        result.where += f" · {WORDS}"
-    if progress is not None and tjs:
-        progress.stage(f"diagnosing {len(tjs)} TrainJobs", total=len(tjs))
+        if simulated(v if isinstance(v := getattr(fleet.store, "version", None), str) else None):
+            result.where += f" · {WORDS}"
+        if progress is not None and tjs:
+            progress.stage(f"diagnosing {len(tjs)} TrainJobs", total=len(tjs))
+        cluster = dataclasses.replace(fleet.cluster, client=None)  # what a Snapshot needs of it, sent to workers
 
-    def one(tj: dict[str, Any]) -> JobOutcome:
-        ns, name = _ns(tj) or "default", _name(tj)
-        try:
-            snap = fleet.snapshot(tj, fleet.collect(tj))
-            with _DIAGNOSING:
-                redactor = Redactor(enabled=redact)
-                redactor.snapshot(snap)
-                snap.meta["redactions"] = redactor.count
-                out = diagnoser.one(snap, ns, name)
-        except InputError as e:
-            out = JobOutcome(ns, name, error=_clean(e.message))
-        except CallError as e:  # the collector turns failures into gaps; this is one it could not
-            out = JobOutcome(ns, name, error=_clean(f"{e.kind}: {e.message}"))
-        finally:
+        def done(_f: object = None) -> None:
             if progress is not None:
                 progress.advance()
-        return out
 
-    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="ckpt-fleet-job") as pool:
-        result.outcomes = list(pool.map(one, tjs))
+        def one(tj: dict[str, Any]) -> JobOutcome | Future[JobOutcome]:
+            ns, name = _ns(tj) or "default", _name(tj)
+            try:
+                got = fleet.collect(tj)
+                if pool is not None:  # this thread goes on collecting while a worker diagnoses
+                    fut = pool.submit(got, cluster, ns, name, redact)
+                    fut.add_done_callback(done)
+                    return fut
+                out = diagnose_collected(diagnoser, got, cluster, ns, name, redact)
+            except InputError as e:
+                out = JobOutcome(ns, name, error=_clean(e.message))
+            except CallError as e:  # the collector turns failures into gaps; this is one it could not
+                out = JobOutcome(ns, name, error=_clean(f"{e.kind}: {e.message}"))
+            done()
+            return out
+
+        threads = ThreadPoolExecutor(max(1, workers), thread_name_prefix="ckpt-fleet-job")
+        try:
+            got = list(threads.map(one, tjs))
+            result.outcomes = [Pool.result(o) if isinstance(o, Future) else o for o in got]
+        except BaseException:  # Ctrl-C, SIGTERM, an error: what is queued is not started (the workers end too)
+            threads.shutdown(wait=False, cancel_futures=True)
+            raise
+        threads.shutdown(wait=True)
     result.notes = list(dict.fromkeys(fleet.store.notes))
     return result
 
@@ -179,23 +224,26 @@ def scan_cluster(
     concurrency: int = 8,
     log_bytes: int | None = None,
     quiet: bool = True,
+    processes: int = 1,
 ) -> FleetResult:
     """Connect like kubectl and scan the TrainJobs of `namespace` (else the context's), of every namespace
     (`all_namespaces`), or those `selector` picks: what `diagnose -A | -n NS | -l SEL` and the faces that list
-    TrainJobs (the MCP server, the k8sgpt analyzer) read."""
+    TrainJobs (the MCP server, the k8sgpt analyzer) read. `processes` > 1 diagnoses in forked worker processes:
+    only from a process whose other threads are quiet (a command, not a server)."""
     from ckpt_doctor.facts.logs import HEAD_BYTES
     from ckpt_doctor.sources.live import Progress, connect  # imports kubernetes: only on the live path
     from ckpt_doctor.sources.live.fleet import FleetCollector, FleetScope
 
     jobs = max(1, concurrency)
-    log_workers = 2
+    in_flight = 2 * jobs  # log reads at once over all TrainJobs (the limit was 2 per TrainJob)
     window = log_bytes or HEAD_BYTES
-    cluster = connect(namespace, context, kubeconfig, timeout, pool=jobs * log_workers + 8)
+    cluster = connect(namespace, context, kubeconfig, timeout, pool=in_flight + 8)
     scope = FleetScope(namespace=None if all_namespaces else cluster.namespace, selector=selector)
     prog = Progress(quiet=quiet)
     try:
-        fleet = FleetCollector(cluster, scope, window, window, log_workers, workers=8, progress=prog)
-        return scan_live(fleet, diagnoser, workers=jobs, progress=prog)
+        fleet = FleetCollector(cluster, scope, window, window, LOG_WORKERS, workers=8, progress=prog,
+                               in_flight=in_flight)  # fmt: skip
+        return scan_live(fleet, diagnoser, workers=jobs, progress=prog, processes=processes)
     finally:
         prog.close()
 

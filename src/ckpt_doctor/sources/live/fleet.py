@@ -198,8 +198,13 @@ class Listed:
     `diagnose`. Objects are copies: a job's redaction never touches another job's view.
     """
 
-    def __init__(self, api: Api, store: Store, narrowed: dict[str, list[dict[str, Any]]] | None = None) -> None:
+    def __init__(
+        self, api: Api, store: Store, narrowed: dict[str, list[dict[str, Any]]] | None = None, copies: bool = True
+    ) -> None:
         self.api = api
+        # False: the objects are handed out as the store holds them, for a collection that is only read in this
+        # process and then sent to another (a worker process diagnoses, and redacts, a copy of its own)
+        self._copy = _copy if copies else _same
         self.store = store
         self.cluster = api.cluster
         self.timeout = api.timeout
@@ -213,11 +218,11 @@ class Listed:
         if isinstance(hit, CallError):
             raise hit
         if hit is not None:
-            return _copy(hit)
+            return self._copy(hit)
         if kind is DEPLOYMENT and self.store.trainer is not None:
             if isinstance(self.store.trainer, CallError):
                 raise self.store.trainer
-            return _copy(self.store.trainer)
+            return self._copy(self.store.trainer)
         if self.store.has_listed(kind, namespace, name):
             where = f" in namespace {namespace}" if kind.namespaced and namespace else ""
             raise CallError("notfound", f'{kind.plural} "{name}" not found (not in the list{where})', 404)
@@ -228,7 +233,7 @@ class Listed:
                 self.store.put(kind, e, namespace, name)
             raise
         self.store.put(kind, obj, namespace, name)
-        return _copy(obj)
+        return self._copy(obj)
 
     def list(
         self,
@@ -255,7 +260,7 @@ class Listed:
             if not eq or "," in label_selector or "!" in key:
                 return self.api.list(kind, namespace, label_selector, field_selector)
             items = [o for o in items if _label(o, key.strip()) == value.strip()]
-        return _copy(items), ""
+        return self._copy(items), ""
 
     def version(self) -> str:
         if isinstance(self.store.version, CallError):
@@ -282,9 +287,14 @@ class FleetCollector:
         log_workers: int = 2,
         workers: int = 8,
         progress: Progress | None = None,
+        in_flight: int = 0,
     ) -> None:
         self.cluster = cluster
         self.api = Api(cluster)
+        # at most this many log reads at once over all TrainJobs (0: each TrainJob's `log_workers` only), so a
+        # TrainJob may read more of its logs at once while others are between requests
+        self._log_api: Any = _Gated(self.api, in_flight) if in_flight > 0 else self.api
+        self.copies = True  # False: `collect` hands out the store's objects themselves (see `Listed`)
         self.scope = scope
         self.head_bytes = head_bytes
         self.tail_bytes = tail_bytes
@@ -704,14 +714,30 @@ class FleetCollector:
         """One TrainJob's collection, as `Collector.collect()` makes it, from the store (logs read now)."""
         col = Collector(self.cluster, _ns(tj) or "default", _name(tj), self.head_bytes, self.tail_bytes,
                         self.log_workers)  # fmt: skip
-        col.api = Listed(self.api, self.store, self._narrowed(tj))  # type: ignore[assignment]
-        col.logs = LogReader(self.api, self.head_bytes, self.tail_bytes)
+        col.api = Listed(self.api, self.store, self._narrowed(tj), self.copies)  # type: ignore[assignment]
+        col.logs = LogReader(self._log_api, self.head_bytes, self.tail_bytes)
         return col.collect()
 
     def snapshot(self, tj: dict[str, Any], out: Collected) -> Snapshot:
         from ckpt_doctor.sources.live.collector import build_snapshot
 
         return build_snapshot(out, self.cluster, _ns(tj) or "default", _name(tj))
+
+
+class _Gated:
+    """`Api.log` through a shared limit of requests in flight."""
+
+    def __init__(self, api: Api, limit: int) -> None:
+        self.api = api
+        self._room = threading.BoundedSemaphore(limit)
+
+    def log(self, *args: Any, **kwargs: Any) -> bytes:
+        with self._room:
+            return self.api.log(*args, **kwargs)
+
+
+def _same(o: Any) -> Any:
+    return o
 
 
 def _copy(o: Any) -> Any:
