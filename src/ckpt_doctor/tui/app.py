@@ -2,9 +2,9 @@
 
 Start-up order matters for how fast the first frame appears: this module imports Textual and the
 app's own widgets only. A bundle is read by a child process started before Textual is imported
-(`commands/tui.py`, `source.py`); in live mode the worker thread that starts after the first frame
-(`on_ready`) imports the engine and the kubernetes client. The first screen's body is mounted just
-after the first frame (`screens/base.py`).
+(`commands/tui.py`, `source.py`); in live mode the worker thread that starts once the first frame is
+on the terminal (`on_ready`, `paint.py`) imports the engine and the kubernetes client. The first
+screen's body is mounted then too (`screens/base.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from ckpt_doctor.tui.commands import DoctorCommands
+from ckpt_doctor.tui.paint import when_painted
 from ckpt_doctor.tui.screens import SCREENS
 from ckpt_doctor.tui.screens.base import DoctorScreen, Frame
 from ckpt_doctor.tui.screens.overview import OverviewScreen
@@ -153,7 +154,11 @@ class DoctorApp(App[int]):
         self._status()
 
     def on_ready(self) -> None:
-        """The first frame is on screen: now load the engine (and the cluster client)."""
+        """The first frame is composed: once it is on the terminal, load the engine (and the
+        cluster client), which would otherwise hold back the thread that writes it (`paint.py`)."""
+        when_painted(self, self._start_loading)
+
+    def _start_loading(self) -> None:
         if self.current:
             self._load_view(self.current)
         else:
