@@ -27,12 +27,12 @@ from ckpt_doctor.tui.paint import when_painted
 from ckpt_doctor.tui.screens import SCREENS
 from ckpt_doctor.tui.screens.base import DoctorScreen, Frame
 from ckpt_doctor.tui.screens.overview import OverviewScreen
-from ckpt_doctor.tui.screens.picker import PickerScreen
 from ckpt_doctor.tui.target import Target
 
 if TYPE_CHECKING:
     from ckpt_doctor.snapshot import LogKey
     from ckpt_doctor.tui.model import JobRow, Jump, View
+    from ckpt_doctor.tui.screens.picker import PickerScreen
     from ckpt_doctor.tui.source import Loader
 
 DEFAULT_AUTO_REFRESH = 30.0
@@ -94,6 +94,14 @@ def _screen_class(name: str) -> type[Screen]:
     raise ValueError(name)
 
 
+def picker() -> type[PickerScreen]:
+    """The TrainJob list's screen class, imported when first needed: a TrainJob given on the command
+    line opens on the Overview, and the list's table is then not part of the first frame."""
+    from ckpt_doctor.tui.screens.picker import PickerScreen
+
+    return PickerScreen
+
+
 class DoctorApp(App[int]):
     """`ckpt-doctor tui`."""
 
@@ -149,7 +157,7 @@ class DoctorApp(App[int]):
             self.push_screen(OverviewScreen(lazy=True))
         else:
             self.busy = f"⟳ Listing TrainJobs in {self.target.describe()}…"
-            self.push_screen(PickerScreen(lazy=True))
+            self.push_screen(picker()(lazy=True))
         self._timer = self.set_interval(self.refresh_every or DEFAULT_AUTO_REFRESH, self._tick, pause=not self.auto)
         self._status()
 
@@ -238,7 +246,7 @@ class DoctorApp(App[int]):
             self.rows = self.rows or []
             self.rows_failed = True
             self._status()
-            for s in self._ready_screens(PickerScreen):
+            for s in self._ready_screens(picker()):
                 s.show_rows(self.rows, failed=True)
             return
         self.error = None if not self.current else self.error
@@ -247,7 +255,7 @@ class DoctorApp(App[int]):
         if self.view is not None:  # keep the verdict we already have
             rows = [self.view.row if r.key == self.view.key else r for r in rows]
         self.rows = rows
-        for s in self._ready_screens(PickerScreen):
+        for s in self._ready_screens(picker()):
             s.show_rows(rows)
         self._status()
         if not self._opened_first and not self.current and len(rows) == 1:
@@ -262,7 +270,7 @@ class DoctorApp(App[int]):
     def _row_updated(self, msg: RowUpdated) -> None:
         if self.rows is not None:
             self.rows = [msg.row if r.key == msg.row.key else r for r in self.rows]
-        for s in self._ready_screens(PickerScreen):
+        for s in self._ready_screens(picker()):
             s.update_row(msg.row)
 
     @on(ViewLoaded)
@@ -385,8 +393,8 @@ class DoctorApp(App[int]):
 
     def action_goto(self, name: str) -> None:
         if name == "picker":
-            if self._pop_to(PickerScreen) is None:
-                self.push_screen(PickerScreen())
+            if self._pop_to(picker()) is None:
+                self.push_screen(picker()())
                 if self.rows is None:
                     self._load_rows()
             return
@@ -413,7 +421,7 @@ class DoctorApp(App[int]):
             self.action_goto("overview")
             return
         self.current, self.view, self.error = key, None, None
-        self._pop_to(PickerScreen)
+        self._pop_to(picker())
         self._forget_tabs()
         self.busy = f"⟳ {'Collecting' if self.target.live else 'Reading'} {key}…"
         self.push_screen(OverviewScreen())
@@ -499,7 +507,7 @@ class DoctorApp(App[int]):
     def action_refresh(self) -> None:
         if self.current:
             self.busy = f"⟳ {'Collecting' if self.target.live else 'Re-reading'} {self.current}…"
-            self._load_view(self.current, reload=True, rows=bool(self._screens(PickerScreen)))
+            self._load_view(self.current, reload=True, rows=bool(self._screens(picker())))
         else:
             self.busy = f"⟳ Listing TrainJobs in {self.target.describe()}…"
             self._load_rows(reload=True)
