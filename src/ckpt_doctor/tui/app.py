@@ -30,6 +30,8 @@ from ckpt_doctor.tui.screens.overview import OverviewScreen
 from ckpt_doctor.tui.target import Target
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ckpt_doctor.snapshot import LogKey
     from ckpt_doctor.tui.model import JobRow, Jump, View
     from ckpt_doctor.tui.screens.picker import PickerScreen
@@ -131,8 +133,10 @@ class DoctorApp(App[int]):
         refresh_every: float | None = None,
         loader: Loader | None = None,
         export_dir: Path | None = None,
+        painted: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
+        self._painted = painted  # called once the first frame is on the terminal
         self.target = target
         self.refresh_every = refresh_every
         self.auto = bool(refresh_every)
@@ -167,6 +171,8 @@ class DoctorApp(App[int]):
         when_painted(self, self._start_loading)
 
     def _start_loading(self) -> None:
+        if self._painted is not None:
+            self._painted()
         if self.current:
             self._load_view(self.current)
         else:
@@ -665,9 +671,12 @@ class DoctorApp(App[int]):
             self._loader.close()
 
 
-def run(target: Target, refresh_every: float | None, loader: Loader) -> int:
-    """Run the app until it quits; `loader` (started by the caller) is closed on every way out."""
-    app = DoctorApp(target, refresh_every, loader=loader)
+def run(
+    target: Target, refresh_every: float | None, loader: Loader, painted: Callable[[], None] | None = None
+) -> int:
+    """Run the app until it quits; `loader` (started by the caller) is closed on every way out;
+    `painted` is called once the first frame is on the terminal."""
+    app = DoctorApp(target, refresh_every, loader=loader, painted=painted)
     try:
         code = app.run()
     finally:
