@@ -4,10 +4,11 @@ Textual's `Ready` (and `call_after_refresh`) come when a frame has been handed t
 output thread, before that thread has written it: the frame is still in a queue. Whatever the app
 starts then (the live collection importing the kubernetes client, the reader's results being
 unpickled, the first screen's body being mounted) holds the interpreter's lock in turns of 5 ms
-against the output thread, which needs it for every `write` and `flush`; on a loaded machine the
-frame reached the terminal 46-51 ms after `Ready` that way, 16-20 ms when the work waited (median
-of 9 runs each, live and `--bundle`). So `when_painted` waits, on a timer that leaves the
-interpreter to the output thread, until the output queue has stayed empty for one check.
+against the output thread, which needs it for every `write` and `flush`: on this project's loaded
+2-core machine the frame reached the terminal 10-15 ms after `Ready` on the median and up to 52 ms
+(9 runs each, live and `--bundle`), against 3 ms when the work waits. So `when_painted` waits, on a
+timer that leaves the interpreter to the output thread, until the output queue has stayed empty for
+one look.
 """
 
 from __future__ import annotations
