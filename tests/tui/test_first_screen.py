@@ -41,7 +41,7 @@ async def test_the_first_screen_mounts_without_its_body_and_the_body_follows(mon
             seen["table"] = bool(self.query(DataTable))
             seen["ready"] = self.ready
 
-    monkeypatch.setattr(app_module, "PickerScreen", Probe)
+    monkeypatch.setattr(app_module, "picker", lambda: Probe)
     app = DoctorApp(Target(bundle=EXAMPLES / "final-checkpoint-missing"), loader=Never())
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

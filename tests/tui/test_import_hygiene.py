@@ -217,3 +217,90 @@ def test_an_unknown_trainer_version_is_a_usage_error(argv: list[str], capsys: py
         main([*argv, "--trainer-version", "two"])
     assert e.value.code == 2
     assert "unknown Trainer version 'two'" in capsys.readouterr().err
+
+
+AT_FIRST_FRAME = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pathlib import Path
+    from textual.app import App
+    from textual.widgets import Static
+
+    seen = {}
+    if sys.argv[1] == "bare":
+        class Probe(App):
+            def compose(self):
+                yield Static("bare")
+            def on_ready(self):
+                seen["modules"] = sorted(sys.modules)
+        app = Probe()
+    else:
+        import ckpt_doctor.cli, ckpt_doctor.commands.tui, ckpt_doctor.tui.source  # what `ckpt-doctor tui` runs first
+        from ckpt_doctor.tui.app import DoctorApp
+        from ckpt_doctor.tui.target import Target
+
+        class Probe(DoctorApp):
+            def on_ready(self):
+                seen["modules"] = sorted(sys.modules)
+                super().on_ready()
+        app = Probe(Target(bundle=Path("examples/final-checkpoint-missing")))
+
+    async def main():
+        async with app.run_test(size=(80, 24)) as pilot:
+            while "modules" not in seen:
+                await pilot.pause(0.05)
+    asyncio.run(main())
+    print(json.dumps(seen["modules"]))
+    """
+)
+# The app's own modules that may load before its first frame: the CLI's path to the app, the app,
+# its first screens and their widgets. A new one here is start-up time: keep it off this path.
+BEFORE_FIRST_FRAME = {
+    "ckpt_doctor",
+    "ckpt_doctor.cli",
+    "ckpt_doctor.commands",
+    "ckpt_doctor.commands.tui",
+    "ckpt_doctor.errors",
+    "ckpt_doctor.sources",
+    "ckpt_doctor.sources.archive_limits",
+    "ckpt_doctor.tui",
+    "ckpt_doctor.tui.app",
+    "ckpt_doctor.tui.commands",
+    "ckpt_doctor.tui.paint",
+    "ckpt_doctor.tui.source",
+    "ckpt_doctor.tui.target",
+    "ckpt_doctor.tui.screens",
+    "ckpt_doctor.tui.screens.base",
+    "ckpt_doctor.tui.screens.filtering",
+    "ckpt_doctor.tui.screens.overview",
+    "ckpt_doctor.tui.screens.picker",
+    "ckpt_doctor.tui.widgets",
+    "ckpt_doctor.tui.widgets.banner",
+    "ckpt_doctor.tui.widgets.filterbar",
+    "ckpt_doctor.tui.widgets.guard",
+    "ckpt_doctor.tui.widgets.keyfooter",
+    "ckpt_doctor.tui.widgets.navbar",
+    "ckpt_doctor.tui.widgets.objtree",
+    "ckpt_doctor.tui.widgets.safelists",
+    "ckpt_doctor.tui.widgets.tone",
+    "ckpt_doctor.tui.widgets.verdict",
+}
+
+
+def test_before_its_first_frame_the_app_loads_little_beyond_a_bare_textual_app() -> None:
+    """Which modules are loaded when the first frame is composed, against a bare Textual app's: the
+    app's own start-up modules listed above, more of Textual and Rich, a few of the standard
+    library; no engine, no YAML, no cluster client, no other third-party package."""
+    mods = {}
+    for kind in ("bare", "app"):
+        out = subprocess.run(
+            [sys.executable, "-c", AT_FIRST_FRAME, kind], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0, out.stderr
+        mods[kind] = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    extra = mods["app"] - mods["bare"]
+    own = {m for m in extra if m.split(".")[0] == "ckpt_doctor"}
+    assert own <= BEFORE_FIRST_FRAME, sorted(own - BEFORE_FIRST_FRAME)
+    others = {m for m in extra - own if m.split(".")[0] not in ("textual", "rich")}
+    assert all(m.split(".")[0] in sys.stdlib_module_names for m in others), sorted(others)
+    assert len(others) <= 10, sorted(others)  # today: argparse, gettext, tarfile and its helpers

@@ -93,16 +93,22 @@ def need_terminal() -> None:
 def run(args: argparse.Namespace) -> int:
     target = target_from(args)
     need_terminal()
-    from ckpt_doctor.tui.source import make_loader
+    from ckpt_doctor.tui.source import StartupGc, make_loader
 
     # A bundle's reader starts before Textual is imported: the fork copies a process that is still
     # small, and the child reads and diagnoses on another core while Textual loads. (The frames it
     # sends are unpickled only once the app asks for them, after its first frame: see source._Run.)
     loader = make_loader(target)
+    startup_gc = None
     try:
         loader.start()
+        startup_gc = StartupGc()  # after the fork: the reader collects as usual
         from ckpt_doctor.tui.app import run as run_app
+
+        return run_app(target, args.refresh, loader, painted=startup_gc.release)
     except BaseException:
         loader.close()
         raise
-    return run_app(target, args.refresh, loader)
+    finally:
+        if startup_gc is not None:
+            startup_gc.release()

@@ -2,9 +2,9 @@
 
 Start-up order matters for how fast the first frame appears: this module imports Textual and the
 app's own widgets only. A bundle is read by a child process started before Textual is imported
-(`commands/tui.py`, `source.py`); in live mode the worker thread that starts after the first frame
-(`on_ready`) imports the engine and the kubernetes client. The first screen's body is mounted just
-after the first frame (`screens/base.py`).
+(`commands/tui.py`, `source.py`); in live mode the worker thread that starts once the first frame is
+on the terminal (`on_ready`, `paint.py`) imports the engine and the kubernetes client. The first
+screen's body is mounted then too (`screens/base.py`).
 """
 
 from __future__ import annotations
@@ -23,15 +23,18 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from ckpt_doctor.tui.commands import DoctorCommands
+from ckpt_doctor.tui.paint import when_painted
 from ckpt_doctor.tui.screens import SCREENS
 from ckpt_doctor.tui.screens.base import DoctorScreen, Frame
 from ckpt_doctor.tui.screens.overview import OverviewScreen
-from ckpt_doctor.tui.screens.picker import PickerScreen
 from ckpt_doctor.tui.target import Target
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ckpt_doctor.snapshot import LogKey
     from ckpt_doctor.tui.model import JobRow, Jump, View
+    from ckpt_doctor.tui.screens.picker import PickerScreen
     from ckpt_doctor.tui.source import Loader
 
 DEFAULT_AUTO_REFRESH = 30.0
@@ -93,6 +96,14 @@ def _screen_class(name: str) -> type[Screen]:
     raise ValueError(name)
 
 
+def picker() -> type[PickerScreen]:
+    """The TrainJob list's screen class, imported when first needed: a TrainJob given on the command
+    line opens on the Overview, and the list's table is then not part of the first frame."""
+    from ckpt_doctor.tui.screens.picker import PickerScreen
+
+    return PickerScreen
+
+
 class DoctorApp(App[int]):
     """`ckpt-doctor tui`."""
 
@@ -122,8 +133,10 @@ class DoctorApp(App[int]):
         refresh_every: float | None = None,
         loader: Loader | None = None,
         export_dir: Path | None = None,
+        painted: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
+        self._painted = painted  # called once the first frame is on the terminal
         self.target = target
         self.refresh_every = refresh_every
         self.auto = bool(refresh_every)
@@ -148,12 +161,18 @@ class DoctorApp(App[int]):
             self.push_screen(OverviewScreen(lazy=True))
         else:
             self.busy = f"⟳ Listing TrainJobs in {self.target.describe()}…"
-            self.push_screen(PickerScreen(lazy=True))
+            self.push_screen(picker()(lazy=True))
         self._timer = self.set_interval(self.refresh_every or DEFAULT_AUTO_REFRESH, self._tick, pause=not self.auto)
         self._status()
 
     def on_ready(self) -> None:
-        """The first frame is on screen: now load the engine (and the cluster client)."""
+        """The first frame is composed: once it is on the terminal, load the engine (and the
+        cluster client), which would otherwise hold back the thread that writes it (`paint.py`)."""
+        when_painted(self, self._start_loading)
+
+    def _start_loading(self) -> None:
+        if self._painted is not None:
+            self._painted()
         if self.current:
             self._load_view(self.current)
         else:
@@ -233,7 +252,7 @@ class DoctorApp(App[int]):
             self.rows = self.rows or []
             self.rows_failed = True
             self._status()
-            for s in self._ready_screens(PickerScreen):
+            for s in self._ready_screens(picker()):
                 s.show_rows(self.rows, failed=True)
             return
         self.error = None if not self.current else self.error
@@ -242,7 +261,7 @@ class DoctorApp(App[int]):
         if self.view is not None:  # keep the verdict we already have
             rows = [self.view.row if r.key == self.view.key else r for r in rows]
         self.rows = rows
-        for s in self._ready_screens(PickerScreen):
+        for s in self._ready_screens(picker()):
             s.show_rows(rows)
         self._status()
         if not self._opened_first and not self.current and len(rows) == 1:
@@ -257,7 +276,7 @@ class DoctorApp(App[int]):
     def _row_updated(self, msg: RowUpdated) -> None:
         if self.rows is not None:
             self.rows = [msg.row if r.key == msg.row.key else r for r in self.rows]
-        for s in self._ready_screens(PickerScreen):
+        for s in self._ready_screens(picker()):
             s.update_row(msg.row)
 
     @on(ViewLoaded)
@@ -380,8 +399,8 @@ class DoctorApp(App[int]):
 
     def action_goto(self, name: str) -> None:
         if name == "picker":
-            if self._pop_to(PickerScreen) is None:
-                self.push_screen(PickerScreen())
+            if self._pop_to(picker()) is None:
+                self.push_screen(picker()())
                 if self.rows is None:
                     self._load_rows()
             return
@@ -408,7 +427,7 @@ class DoctorApp(App[int]):
             self.action_goto("overview")
             return
         self.current, self.view, self.error = key, None, None
-        self._pop_to(PickerScreen)
+        self._pop_to(picker())
         self._forget_tabs()
         self.busy = f"⟳ {'Collecting' if self.target.live else 'Reading'} {key}…"
         self.push_screen(OverviewScreen())
@@ -494,7 +513,7 @@ class DoctorApp(App[int]):
     def action_refresh(self) -> None:
         if self.current:
             self.busy = f"⟳ {'Collecting' if self.target.live else 'Re-reading'} {self.current}…"
-            self._load_view(self.current, reload=True, rows=bool(self._screens(PickerScreen)))
+            self._load_view(self.current, reload=True, rows=bool(self._screens(picker())))
         else:
             self.busy = f"⟳ Listing TrainJobs in {self.target.describe()}…"
             self._load_rows(reload=True)
@@ -652,9 +671,12 @@ class DoctorApp(App[int]):
             self._loader.close()
 
 
-def run(target: Target, refresh_every: float | None, loader: Loader) -> int:
-    """Run the app until it quits; `loader` (started by the caller) is closed on every way out."""
-    app = DoctorApp(target, refresh_every, loader=loader)
+def run(
+    target: Target, refresh_every: float | None, loader: Loader, painted: Callable[[], None] | None = None
+) -> int:
+    """Run the app until it quits; `loader` (started by the caller) is closed on every way out;
+    `painted` is called once the first frame is on the terminal."""
+    app = DoctorApp(target, refresh_every, loader=loader, painted=painted)
     try:
         code = app.run()
     finally:

@@ -1,10 +1,11 @@
 """What every screen has: the header, the partial-data banner, the footer with its keys; and,
 for the screens about one TrainJob, the navigation bar and a hook for each new diagnosis.
 
-The body (tables, tree, chart) of the app's first screen is mounted lazily, after the first frame:
-its widgets are most of the start-up's style work, and they would show nothing but "loading" yet.
-So a screen fills its body in `setup()`, which runs once the body is in the DOM, and the app sends
-it data only when it is `ready`; `setup()` picks up whatever the app already has.
+The body (tables, tree, chart) of the app's first screen is mounted lazily, once the first frame is
+on the terminal (`paint.py`): its widgets are most of the start-up's style work, and they would show
+nothing but "loading" yet. So a screen fills its body in `setup()`, which runs once the body is in
+the DOM, and the app sends it data only when it is `ready`; `setup()` picks up whatever the app
+already has.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.lazy import Lazy
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Header
 
+from ckpt_doctor.tui.paint import AfterPaint
 from ckpt_doctor.tui.widgets.banner import Banner
 from ckpt_doctor.tui.widgets.keyfooter import KeyFooter
 from ckpt_doctor.tui.widgets.navbar import NavBar
@@ -76,7 +77,7 @@ class Frame(Screen):
         yield from self.top()
         yield Banner()
         body = Body(id="body")
-        with Lazy(body) if self.lazy else body:
+        with AfterPaint(body) if self.lazy else body:
             yield from self.body()
         yield KeyFooter(show_command_palette=False)  # Footer, rebuilt only when its keys change
 
