@@ -21,7 +21,7 @@ import pytest
 from tests.recordings.bundles import OUT, all_runs, bundle_id, models_for, write_bundle
 from tests.recordings.judge import judge
 from tests.recordings.misses import load
-from tests.recordings.variants import TRANSFORMS, tight_restart, tight_restart_applies, variant_run
+from tests.recordings.variants import TRANSFORMS, hand_rolled, tight_restart, tight_restart_applies, variant_run
 
 RUNS = all_runs()
 BY_ID = {r["id"]: r for r in RUNS}
@@ -52,7 +52,9 @@ def test_a_take_is_its_first_takes_run_again(run: dict[str, Any]) -> None:
     assert [[a[k] for k in keys] for a in run["attempts"]] != [[a[k] for k in keys] for a in first["attempts"]]
 
 
-TIGHT = [(r, m) for r in RUNS if tight_restart_applies(r) for m in models_for(r) if m != "in-place"]
+# every resumed run with every pod kept; the takes under each restart model but in-place (one pod, one time)
+TIGHT = [(r, m) for r in RUNS if tight_restart_applies(r) for m in models_for(r)
+         if m == "jobset-kept" or (r.get("take") and m != "in-place")]  # fmt: skip
 
 
 @pytest.mark.parametrize(("run", "model"), TIGHT, ids=[bundle_id(r, m) for r, m in TIGHT])
@@ -104,3 +106,15 @@ def _cut_before_the_end(raw: bytes, att: dict[str, Any]) -> bytes:
 def test_with_the_end_cut_from_the_log_it_never_passes(run: dict[str, Any], tmp_path: Path) -> None:
     v = variant_run(run, _cut_before_the_end, tmp_path / "runs")
     assert _status(write_bundle(v, "jobset-kept", tmp_path / "bundles")) != "pass"
+
+
+DRESSED_TAKES = [(r, n) for r in TAKES for n in TRANSFORMS if n != "json-fields" or hand_rolled(r)]
+
+
+@pytest.mark.parametrize(("run", "name"), DRESSED_TAKES, ids=[f"{r['id']}-{n}" for r, n in DRESSED_TAKES])
+def test_a_take_in_another_dress_is_judged_as_the_take(run: dict[str, Any], name: str, tmp_path: Path) -> None:
+    """What a take showed (Lightning exiting 0 inside the grace, torchrun's exit 1, training ended before the
+    kill, checkpoint-100 before a lexical resume) is read however the log is written."""
+    v = variant_run(run, TRANSFORMS[name], tmp_path / "runs")
+    got, _ = judge(write_bundle(v, "jobset-kept", tmp_path / "bundles"))
+    assert tuple(got) == _original(bundle_id(run, "jobset-kept"))
