@@ -22,7 +22,11 @@ from ckpt_doctor.sources.bundle import open_bundle
 from tests.recordings.bundles import all_runs, write_bundle
 
 RUNS = {r["id"]: r for r in all_runs()}
-SLOW = sorted(r for r, run in RUNS.items() if run["scenario"] == "slow-save-grace")
+# the runs where SIGKILL did land inside the final save (the truth says so); a second take in which the save and
+# the exit beat the grace period (lightning-2.6-slow-save-grace-take2: exit 0) is judged below as such
+CUT = {r for r, run in RUNS.items() if (run["attempts"][0].get("fault") or {}).get("sigkill_after_grace")}
+SLOW = sorted(r for r, run in RUNS.items() if run["scenario"] == "slow-save-grace" and r in CUT)
+IN_TIME = sorted(r for r, run in RUNS.items() if run["scenario"] == "slow-save-grace" and r not in CUT)
 RULE = "grace-period-too-short"
 
 
@@ -64,6 +68,16 @@ def test_a_grace_period_above_the_threshold_still_fails_when_a_save_outlived_it(
     status, detail = judge(write_bundle(RUNS[rid], "jobset-kept", tmp_path), minSeconds=3)
     assert status == "fail", detail
     assert "at or above the 3 s minimum, yet too short here" in detail
+
+
+@pytest.mark.parametrize("rid", IN_TIME)
+def test_a_save_that_beat_the_grace_period_is_not_said_to_outlive_it(tmp_path: Path, rid: str) -> None:
+    """The same scenario whose final save and exit came inside the grace period: no save is said cut short, and
+    above the threshold the rule passes."""
+    status, detail = judge(write_bundle(RUNS[rid], "jobset-kept", tmp_path))
+    assert status == "fail" and "still running when SIGKILL came" not in detail, detail  # 4 s: below the minimum
+    status, detail = judge(write_bundle(RUNS[rid], "jobset-kept", tmp_path / "low"), minSeconds=3)
+    assert status == "pass", detail
 
 
 def test_without_a_save_that_outlived_it_the_threshold_decides(tmp_path: Path) -> None:

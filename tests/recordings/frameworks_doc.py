@@ -115,6 +115,8 @@ def generate(judged: dict[str, list[str]] | None = None) -> str:
     out.append("Cells: ✔ the engine got that aspect right on every recording where it shows, ◐ on some, ✘ on none,")
     out.append("— no recording shows it; n/m = right/recordings; ◐ names the scenarios missed. Judged on the")
     out.append("jobset-kept bundle of each run (every pod and log kept); tests/recordings/judge.py says what counts.")
+    out.append("A second take (`-take2`: a re-recording that behaved differently, recordings/README.md")
+    out.append("\"Takes\") counts as a recording of its own.")
     out.append("")
     out += envs_section()
     out.append("\n## Recordings\n")

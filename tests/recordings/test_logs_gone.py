@@ -9,7 +9,7 @@ Excluded:
   period whose newest checkpoint predates SIGTERM and from which the next attempt resumed (hf-4.57 no-handler
   is judged so). Left not_evaluated (never pass): torchrun's exit 1 after SIGTERM (dcp, deepspeed: the run
   was not SIGKILLed, so a save may have followed), a periodic save after SIGTERM that a listing cannot tell
-  from a final one (hf-5.24), and a next attempt whose resume step its log does not show (Lightning).
+  from a final one (hf-5.24), and a next attempt whose resume step its log does not show (Lightning, in both takes).
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ LOG_ONLY = {
         "hf-5.24-sigterm-no-handler",
         "lightning-2.5-sigterm-no-handler",
         "lightning-2.6-sigterm-no-handler",
+        # second takes (recordings/README.md "Takes"): Lightning's teardown ended inside the grace period, exit 0
+        "lightning-2.5-sigterm-no-handler-take2",
+        "lightning-2.6-sigterm-no-handler-take2",
     )
 }
 BUNDLES = [b for b in candidates() if b not in ALREADY_WRONG]

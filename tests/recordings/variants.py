@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.recordings.bundles import epoch, load_run
 
 Transform = Callable[[bytes, dict[str, Any]], bytes]
@@ -146,4 +148,67 @@ def variant_run(run: dict[str, Any], transform: Transform, root: Path) -> dict[s
     for a in run["attempts"]:
         p = d / f"attempt-{a['index']}.log"
         p.write_bytes(transform(p.read_bytes(), a))
+    return load_run(d)
+
+
+def _ckpt_root(run: dict[str, Any], path: str, step: int) -> str | None:
+    """The checkpoint a resume path belongs to: its shallowest folder (or file) under the checkpoint directory
+    whose name carries the step (`checkpoint-20`, `step_000020`, `global_step20` of `global_step20/…pt`)."""
+    base = run["checkpoint_dir"].rstrip("/")
+    if not path.startswith(base + "/"):
+        return None
+    parts = path[len(base) + 1:].split("/")
+    for k, name in enumerate(parts):
+        if re.search(rf"(?<!\d)0*{step}(?!\d)", name):
+            return "/".join([base, *parts[: k + 1]])
+    return None
+
+
+def _tight_moves(run: dict[str, Any]) -> list[tuple[int, str, float]]:
+    """(attempt, the checkpoint it resumed from, the new time of that checkpoint) for `tight_restart`."""
+    atts = run["attempts"]
+    moves: list[tuple[int, str, float]] = []
+    for k in range(1, len(atts)):
+        a, prev = atts[k], atts[k - 1]
+        step, path = a.get("resumed_from"), a.get("resume_path")
+        if step is None or not path or step not in prev.get("saves_complete", []):
+            continue
+        ck = _ckpt_root(run, path, step)
+        if ck is not None:
+            moves.append((k, ck, epoch(prev["ended"]) - 0.4))
+    return moves
+
+
+def tight_restart_applies(run: dict[str, Any]) -> bool:
+    return bool(_tight_moves(run))
+
+
+def tight_restart(run: dict[str, Any], root: Path) -> dict[str, Any] | None:
+    """The same run restarted within the second: each resumed attempt's container starts 50 ms after the one
+    before it exited, and the checkpoint it resumed from was written 0.4 s before that exit (the last thing the
+    attempt did: recording hf-5.24-sigterm-no-handler-take2). Pod times are kept to the second, so the checkpoint
+    falls inside both attempts' runs. None when no attempt resumed from a checkpoint whose name holds its step."""
+    atts = run["attempts"]
+    moves = _tight_moves(run)
+    if not moves:
+        return None
+    d = root / run["id"]
+    shutil.copytree(run["_dir"], d)
+    doc = yaml.safe_load((d / "run.yaml").read_text())
+    for k, ck, m in moves:
+        prev_end = epoch(doc["attempts"][k - 1]["ended"])
+        doc["attempts"][k]["started"] = datetime.fromtimestamp(prev_end + 0.05, tz=UTC).strftime(
+            "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        for i in range(k - 1, len(atts)):  # the listings taken after the save show its new time
+            p = d / f"attempt-{i}.listing"
+            out = []
+            for ln in p.read_text().splitlines(keepends=True):
+                parts = ln.split(" ", 3)
+                if not ln.startswith("#") and len(parts) == 4:
+                    path = parts[3].rstrip("\n")
+                    if path == ck or path.startswith(ck + "/"):
+                        ln = f"{parts[0]} {parts[1]} {m:.10f} {parts[3]}"
+                out.append(ln)
+            p.write_text("".join(out))
+    (d / "run.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
     return load_run(d)

@@ -687,20 +687,23 @@ def _last_step_bound(fact: AttemptFact, a: Attempt, stacks: frozenset[str] = fro
 
     A process stopped from outside (SIGKILL, SIGTERM, a crash, an eviction) loses what it had not printed: the
     tqdm bar redraws at most every 0.1 s, a loop prints every N steps, block-buffered stdout is lost whole
-    (recordings hf-*-correct-resume-buffered: 0 of 4 loss lines under transformers 4.57). Only a completed
-    attempt whose log shows training end (its bar at its total, a finished line, the total it announced)
-    stands at its last step exactly."""
+    (recordings hf-*-correct-resume-buffered: 0 of 4 loss lines under transformers 4.57). Only an attempt whose
+    log shows training end (its bar at its total, a finished line, the total it announced) stands at its last
+    step exactly, however the process ended after it (hf-5.24-sigterm-no-handler-take2: killed in teardown)."""
     logs = [x.log for x in a.runs if x.log is not None]
     if fact.last_step is None:
         if fact.start == "pending" or not (logs or any(x.log_gap for x in a.runs)):
             return False, ""
         return False, _why_no_step(a, stacks)
-    if fact.end.kind == "completed" and any(_shows_end(lg, fact.last_step) for lg in logs):
+    if any(shows_end(lg, fact.last_step) for lg in logs):
         return False, ""
     return True, ""
 
 
-def _shows_end(log: Any, last: int) -> bool:
+def shows_end(log: Any, last: int) -> bool:
+    """Whether the log shows training ended at step `last`: its training bar at its total, the total it announced
+    reached, or a finished line (HF's `{'train_runtime': …}`, Lightning's `max_steps reached`) after its last
+    progress. Training stops there whatever ends the process after it (a SIGKILL in teardown included)."""
     prog = [e for e in log.of("progress") if e.bar in (None, "train") and e.step is not None]
     tail = max(prog, key=lambda e: (e.window == "tail", e.offset), default=None)
     at_total = tail is not None and tail.step == last and tail.total is not None and tail.step >= tail.total
@@ -1047,7 +1050,12 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
     """Saves the checkpoint listings show (frameworks that print nothing when they save: Lightning, DeepSpeed at
     its default log level): a complete checkpoint last written while an attempt ran is a save of that attempt;
     before the first attempt seen, of the one lost attempt before it (when exactly one is). A listing shows what
-    survived until it was taken: a save overwritten or rotated away since is not in it."""
+    survived until it was taken: a save overwritten or rotated away since is not in it.
+
+    An attempt that resumed from step S loaded a checkpoint that was there before it and saves only above S: a
+    checkpoint at S or below is not its save, though pod times kept to the second may put it inside its run (a
+    restart within the second after the previous attempt's last save: recording hf-5.24-sigterm-no-handler-take2,
+    `checkpoint-40` written 0.6 s before the attempt that resumed from it started)."""
     vol = facts.volume
     for a in attempts:
         if a.log is not None and not any(s.source == "log" for s in a.saves) and not vol.seen:
@@ -1063,8 +1071,9 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
         if t0 is None or t1 is None:
             continue
         have = {s.step for s in a.saves}
+        loaded = a.start_step if a.start == "resumed" else None
         for c, j in sorted(vol.saves_in(t0, t1 + 1.0), key=lambda x: x[0].step or 0):  # whole-second end
-            if c.step is not None and c.step not in have:
+            if c.step is not None and c.step not in have and (loaded is None or c.step > loaded):
                 have.add(c.step)
                 ev = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing",
                                                                        "line")}  # fmt: skip

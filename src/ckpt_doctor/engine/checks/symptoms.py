@@ -364,6 +364,11 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
             listed = stepless_resume_step(facts, nxt, ev.path)
             if listed is not None:
                 step = listed[0]
+        if kind == "resumed" and step is not None and last is not None and step >= last and _trained_to_end(r, last):
+            # its log shows training ended at `last` (a SIGKILL in teardown after it changes nothing; recording
+            # hf-5.24-sigterm-no-handler-take2: PID 1 ignored SIGTERM, training finished at 40, saved, and was
+            # killed on its way out): the next attempt resumed at or past every step it trained, nothing was lost
+            continue
         if kind == "resumed" and step is not None and last is not None and step >= last:
             # a run stopped from outside may have trained past the last step it printed (issue 19: a lower bound;
             # recordings dcp-1rank-sigterm-no-handler: `step 20/40` printed, step 25 reached, resumed from 20)
@@ -398,6 +403,13 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
     if unknown:
         return skip("; ".join(sorted(set(unknown))[:3]))
     return ok(reason="every interrupted attempt saved before it stopped, or nothing was lost")
+
+
+def _trained_to_end(r: Run, last: int) -> bool:
+    """The run's log shows its training ended at step `last` (so `last` is no lower bound)."""
+    from ckpt_doctor.facts.timeline import shows_end
+
+    return r.log is not None and shows_end(r.log, last)
 
 
 def _sigterm_time(r: Run) -> float | None:
