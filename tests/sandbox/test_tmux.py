@@ -35,10 +35,20 @@ def sandbox_for_app() -> Iterator[Sandbox]:
         yield sb
 
 
-def _question(screen: str) -> str:
-    """The change the drill asks about (the last `…:` line of its log pane), if it asks."""
-    asks = [line for line in screen.splitlines() if line.rstrip().endswith(":") and "▕" in line]
-    return asks[-1] if asks and "y Confirm" in screen else ""
+SCROLLBAR = "▁▂▃▄▅▆▇█▔▏▎▍▌▋▊▉ "
+
+
+def _drill_lines(screen: str) -> tuple[str, ...]:
+    """The drill's own lines at the bottom of its log pane (the trainer's `log │` lines left out, the pane's
+    scrollbar stripped), while it asks: what changes once a question is answered, as the drill carries out the
+    change and shows the next one. (The question's own line is no good witness: a long one is cut at the pane's
+    edge, and one ending in the scrollbar was missed, so an answered question looked unanswered.)"""
+    if "y Confirm" not in screen:
+        return ()
+    lines = screen.splitlines()
+    sep = max((i for i, ln in enumerate(lines) if "▔▔▔▔" in ln), default=-1)
+    pane = [ln.split("▕", 1)[1].rstrip(SCROLLBAR) for ln in lines[sep + 1:] if "▕" in ln]
+    return tuple(ln for ln in pane if ln.strip() and "log │" not in ln)[-4:]
 
 
 def drill_from_the_screen(term: Term, job: str, sb: Sandbox, playbook: Path, rc: Path) -> str:
@@ -57,12 +67,10 @@ def drill_from_the_screen(term: Term, job: str, sb: Sandbox, playbook: Path, rc:
         screen = term.wait(lambda s: "y Confirm" in s or VERDICT.search(s) is not None, timeout=60)
         if VERDICT.search(screen):
             return screen
-        question = _question(screen)
+        asked = _drill_lines(screen)
         term.keys("y")
-        try:  # answered: the question changes (the next change's) or goes
-            term.wait(lambda s, q=question: _question(s) != q or VERDICT.search(s) is not None, timeout=5)
-        except AssertionError:
-            term.keys("y")  # the very first key the drill screen gets can be lost in a real terminal: once more
+        # answered: the question changes (the next change's) or goes; a y that did nothing fails here
+        term.wait(lambda s, q=asked: _drill_lines(s) != q or VERDICT.search(s) is not None, timeout=30)
     raise AssertionError("the drill never ended on screen")
 
 
