@@ -26,13 +26,24 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 60.0) -
     raise AssertionError("the screen never got there")
 
 
+def assert_prompt_in_sight(app: Any) -> None:
+    """The question is on screen whatever the length of the step's explanation above it (it was inside the
+    detail pane's scroll, below the explanation: on a 100x30 terminal the cross-node step's pushed it out)."""
+    from textual.widgets import Static
+
+    prompt = app.screen.query_one("#drill-prompt", Static)
+    region = prompt.region
+    assert region.height > 0 and region.bottom <= app.screen.size.height, region
+    assert app.screen.get_widget_at(region.x, region.y)[0] is prompt
+
+
 async def test_drill_screen_confirm_skip_abort(make_cluster: Any) -> None:
     c = make_cluster(correct())
     c.seed()
     before = c.state()
     app = DoctorApp(Target(trainjob=f"{NS}/{NAME}", kubeconfig=str(c.kubeconfig), timeout=5.0))
     app.drill_options = {"playbook": c.playbook}
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(100, 30)) as pilot:  # the size of the tmux test, where it was seen
         await until(pilot, lambda: app.view is not None)
         names = [name for name, _cb, _help in DoctorCommands(app.screen)._commands()]  # type: ignore[arg-type]
         assert "Start the verify drill" in names
@@ -42,11 +53,14 @@ async def test_drill_screen_confirm_skip_abort(make_cluster: Any) -> None:
         await until(pilot, lambda: screen.asking is not None)
         assert "delete the trainer pod" in screen.asking  # the crash, and its command on screen
         assert "kubectl -n team-a delete pod" in screen_text(app)
+        assert_prompt_in_sight(app)
         await pilot.press("y")
         await until(pilot, lambda: screen.asking is not None and "suspend" in screen.asking)
         assert screen.states["crash"] == "passed"
         await pilot.press("s")  # skip suspend-resume
         await until(pilot, lambda: screen.asking is not None and screen.states.get("cross-node") == "running")
+        await pilot.pause()
+        assert_prompt_in_sight(app)  # the longest explanation of the drill
         await pilot.press("a")
         await until(pilot, lambda: not screen.running)
         assert screen.states["suspend-resume"] == "skipped"

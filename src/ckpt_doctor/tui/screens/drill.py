@@ -111,7 +111,7 @@ class DrillScreen(Screen):
     DrillScreen #drill-title { text-style: bold; margin-bottom: 1; }
     DrillScreen #drill-why { margin-bottom: 1; text-style: italic; }
     DrillScreen #drill-command { background: $boost; padding: 0 1; margin-bottom: 1; }
-    DrillScreen #drill-prompt { color: $warning; text-style: bold; }
+    DrillScreen #drill-prompt { color: $warning; text-style: bold; height: auto; }
     DrillScreen #drill-progress { height: auto; }
     DrillScreen #drill-log { height: 1fr; border-top: hkey $primary 40%; }
     """
@@ -150,8 +150,9 @@ class DrillScreen(Screen):
                     yield Static("The verify drill", id="drill-title")
                     yield Static("", id="drill-why")
                     yield Static("", id="drill-command")
-                    yield Static("", id="drill-prompt")
-                    yield Static("", id="drill-progress")
+                # outside the scroll: a long explanation above must never push the question out of sight
+                yield Static("", id="drill-prompt")
+                yield Static("", id="drill-progress")
                 yield RichLog(id="drill-log", wrap=True, markup=False, max_lines=400)
         yield Footer(show_command_palette=False)
 
