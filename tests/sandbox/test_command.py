@@ -89,3 +89,25 @@ def test_a_port_in_use_is_one_line_and_exit_3() -> None:
         got = run_cli(["sandbox", "--port", str(port), "--scenario", "healthy-resume"])
     assert got.rc == 3 and f"127.0.0.1:{port}" in got.err and "Traceback" not in got.err
     assert time.monotonic() - t0 < 30
+
+
+def test_a_kubeconfig_it_created_is_removed_and_a_stale_one_replaced(tmp_path: Path) -> None:
+    """The README's two-terminal recipe run twice: the --kubeconfig FILE the sandbox created goes on a clean stop,
+    and one left by a sandbox that was killed (SIGKILL: no way out) is replaced without --force."""
+    kc = tmp_path / "sandbox.kubeconfig"
+    proc, _url, got = start("--scenario", "healthy-resume", "--kubeconfig", str(kc))
+    assert got == kc and kc.is_file()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0
+    assert not kc.exists()
+    proc, _url, _got = start("--scenario", "healthy-resume", "--kubeconfig", str(kc))
+    proc.kill()
+    proc.wait(timeout=30)
+    assert kc.is_file()  # killed: left behind
+    proc, _url, _got = start("--scenario", "healthy-resume", "--kubeconfig", str(kc))
+    try:
+        assert "left by an earlier sandbox" in (proc.stderr.readline() if proc.stderr else "")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    assert not kc.exists()

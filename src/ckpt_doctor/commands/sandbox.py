@@ -2,8 +2,8 @@
 
 Prints `ready <URL> kubeconfig <FILE>` on stdout once it serves, what it runs on stderr, and serves until
 SIGINT or SIGTERM (exit 0 after a clean stop). The kubeconfig it writes is removed on the way out when it chose
-the file itself; a file given with --kubeconfig that exists already is refused unless --force (it may be
-someone's real kubeconfig).
+the file itself or created the --kubeconfig FILE; a --kubeconfig FILE that exists already is refused unless
+--force (it may be someone's real kubeconfig), except one an earlier, killed sandbox left there, which is replaced.
 """
 
 from __future__ import annotations
@@ -68,12 +68,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"{s.name:<{width}}  {s.title}; the drill {want}")
         return 0
     choose(args.scenario)  # an unknown name: exit 2 before anything is served
+    created = False  # --kubeconfig FILE did not exist: this run's to remove on the way out
     if args.kubeconfig is not None:
         from ckpt_doctor.safewrite import check_output
 
         if args.kubeconfig.is_dir():
             raise UsageError(f"--kubeconfig {args.kubeconfig} is a directory; give a file name")
-        check_output(args.kubeconfig, force=args.force)
+        stale = _stale_sandbox_kubeconfig(args.kubeconfig)
+        if stale:  # left by a sandbox that was killed: nobody else's, replaced without --force
+            print(f"ckpt-doctor sandbox: replacing {args.kubeconfig}, left by an earlier sandbox", file=sys.stderr)
+        else:
+            check_output(args.kubeconfig, force=args.force)
+        created = stale or not args.kubeconfig.exists()
     from ckpt_doctor.sandbox.cluster import Sandbox
 
     roots = list(args.recordings)
@@ -121,5 +127,27 @@ def run(args: argparse.Namespace) -> int:
                     raise InputError(f"the simulation hit a bug and stopped: {problems[0].strip().splitlines()[-1]}")
         finally:
             sb.stop()
+            if created and args.kubeconfig is not None and _stale_sandbox_kubeconfig(args.kubeconfig):
+                args.kubeconfig.unlink(missing_ok=True)  # it points at a server that is gone
     print(f"ckpt-doctor sandbox: stopped by {got[0] if got else 'request'}", file=sys.stderr)
     return 0
+
+
+def _stale_sandbox_kubeconfig(path: Path) -> bool:
+    """Whether `path` is a kubeconfig a sandbox wrote: its only context is the sandbox's and its only server a
+    loopback address (a file that is anything else may be someone's real kubeconfig: refused without --force)."""
+    import yaml
+
+    from ckpt_doctor.sandbox.cluster import CONTEXT
+
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > 65536:
+            return False
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    if not isinstance(doc, dict):
+        return False
+    contexts = [c.get("name") for c in doc.get("contexts") or [] if isinstance(c, dict)]
+    servers = [(c.get("cluster") or {}).get("server", "") for c in doc.get("clusters") or [] if isinstance(c, dict)]
+    return contexts == [CONTEXT] and len(servers) == 1 and str(servers[0]).startswith("http://127.0.0.1:")
