@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -225,3 +226,28 @@ def test_a_runtime_alone_is_told_once_when_it_shows_no_checkpointing() -> None:
     by_rule = {f.rule.id: f for f in reads.diagnosis.findings}
     assert by_rule["not-set-up-for-resume"].status == "not_evaluated"
     assert "$CKPT_DIR" in str(by_rule["not-set-up-for-resume"].result.reason)
+
+
+@pytest.mark.parametrize("how", ["file", "stdin"])
+def test_a_named_file_that_is_not_yaml_fails_the_check_after_the_others_are_linted(
+    tmp_path: Path, cli, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:  # fmt: skip
+    """A pre-apply gate given a good manifest and a broken one passed (exit 0, the broken one a note at the
+    bottom) although kubectl apply would reject it: contracts.md §1 makes an unreadable manifest exit 3. The
+    good one is still linted and printed; a broken file found in a folder stays a note (see above)."""
+    good = tmp_path / "repo"
+    shutil.copytree(GOOD, good)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\ndata:\n  a: b\n")
+    if how == "file":
+        rc, out, err = cli("lint", str(broken), str(good), "-o", "json")
+        name = str(broken)
+    else:
+        monkeypatch.setattr("sys.stdin", io.StringIO(broken.read_text()))
+        rc, out, err = cli("lint", "-", str(good), "-o", "json")
+        name = "<stdin>"
+    assert rc == 3, err
+    assert json.loads(out)["findings"], out  # the good files were linted
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"ckpt-doctor: error: {name}:") and "not valid YAML" in last, err
+    assert "Traceback" not in err

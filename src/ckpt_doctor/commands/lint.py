@@ -12,6 +12,7 @@ from ckpt_doctor.errors import InputError
 
 if TYPE_CHECKING:
     from ckpt_doctor.lint import LintResult
+    from ckpt_doctor.sources.manifests import Note
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -87,4 +88,21 @@ def run(args: argparse.Namespace) -> int:
     from ckpt_doctor.sources.redact import redact_diagnosis  # a SARIF upload leaves the machine: redact it
 
     emit(redact_diagnosis(result.diagnosis), args.output, args.verbose)
+    broken = _named_and_invalid(args.paths, result)
+    if broken:  # a file the user named that kubectl apply would reject: the check cannot pass
+        n = broken[0]
+        more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+        raise InputError(f"{n.where()}: {n.message}{more}; the other files were linted above: fix it, or leave it "
+                         "out of the command")  # fmt: skip
     return result.exit_code(args.fail_on, args.strict)
+
+
+def _named_and_invalid(paths: list[str], result: LintResult) -> list[Note]:
+    """Notes of files named on the command line (not found in a folder, where YAML that is not a manifest is
+    common) that are not valid YAML."""
+    from pathlib import Path
+
+    from ckpt_doctor.sources.manifests import STDIN_DISPLAY
+
+    named = {STDIN_DISPLAY if p == "-" else str(Path(p)) for p in paths if p == "-" or not Path(p).is_dir()}
+    return [n for n in result.manifests.notes if n.kind == "invalid" and (n.file in named or n.file in paths)]

@@ -60,7 +60,8 @@ class Note:
     file: str
     message: str
     line: int | None = None
-    # skipped | template | placeholder | duplicate | kustomize | assumed | version | renderer | rendered
+    # skipped | invalid (not YAML) | template | placeholder | duplicate | kustomize | assumed | version | renderer |
+    # rendered
     kind: str = "skipped"
 
     def where(self) -> str:
@@ -478,10 +479,11 @@ def _read_text(mset: ManifestSet, mf: ManifestFile) -> None:
     except YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        mset.note(mf.display, f"not valid YAML ({problem}); skipped", mark.line + 1 if mark is not None else None)
+        mset.note(mf.display, f"not valid YAML ({problem}); skipped", mark.line + 1 if mark is not None else None,
+                  kind="invalid")
         return
     except (RecursionError, ValueError, TypeError) as e:
-        mset.note(mf.display, f"unreadable YAML ({e}); skipped")
+        mset.note(mf.display, f"unreadable YAML ({e}); skipped", kind="invalid")
         return
     objects: list[tuple[Any, Any]] = []
     others = 0
