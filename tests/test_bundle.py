@@ -230,3 +230,16 @@ def test_configmaps_nothing_names_are_counted_not_read_and_never_absent(tmp_path
         assert snap.coverage.kind("ConfigMap").state == "seen"
         a, b = diagnose_snapshot(whole), diagnose_snapshot(snap)
         assert [(f.rule.id, f.status) for f in a.findings] == [(f.rule.id, f.status) for f in b.findings]
+
+
+def test_a_folder_of_bundles_is_refused_not_merged(tmp_path: Path) -> None:
+    """`diagnose --bundle examples` read sixteen incidents as one TrainJob (the same name in each) and reported 8
+    failures drawn from all of them, the conflicts only as notes: a folder whose subfolders are bundles of their own
+    (each with its bundle.yaml), and that is not one itself, is an input error naming them."""
+    d = tmp_path / "many"
+    healthy_resume().write(d / "a")
+    emptydir_fresh_start().write(d / "b")
+    assert (d / "a" / "bundle.yaml").is_file() and (d / "b" / "bundle.yaml").is_file()
+    line = assert_input_error(d, "holds several bundles", "a, b", "--bundle")
+    assert str(d / "a") in line
+    assert failed(d / "a", "sft-resumable") == set()  # each one alone is read as before

@@ -393,8 +393,24 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _several_bundles(root: Path) -> list[str]:
+    """The folders directly under `root` that are bundles of their own (each with its bundle.yaml), when `root`
+    is not one: a folder of bundles, which read as one would merge unrelated incidents into one diagnosis."""
+    if (root / "bundle.yaml").is_file():
+        return []
+    try:
+        return sorted(d.name for d in root.iterdir() if d.is_dir() and (d / "bundle.yaml").is_file())
+    except OSError:
+        return []
+
+
 def _load_bundle(path: str | Path, keep_dir: Path | None) -> Snapshot:
     root = Path(path) if keep_dir is None else keep_dir
+    several = _several_bundles(root)
+    if len(several) > 1:
+        shown = ", ".join(several[:3]) + (f", … ({len(several)} in all)" if len(several) > 3 else "")
+        raise InputError(f"{path} holds several bundles ({shown}), each with its own bundle.yaml: give one of them, "
+                         f"e.g. --bundle {Path(str(path)) / several[0]}")  # fmt: skip
     snap = Snapshot(source="bundle", location=str(path))
     aside: list[_SetAside] = []
     for f in files_under(root, snap.notes):
