@@ -47,7 +47,8 @@ def trainer_version(scope: Scope, flag: str | None = None) -> TrainerVersion:
         why = f"the cluster reports {meta_v}" if scope.snap.source == "live" else f"bundle.yaml says {meta_v}"
         if flag and normalise(flag) and normalise(flag) != normalise(str(meta_v)):
             why += f"; --trainer-version {flag} not used: what the cluster reported wins"
-        return TrainerVersion(normalise(str(meta_v)) or NEWEST, "bundle", why)
+        source = "cluster" if scope.snap.source == "live" else "bundle"  # what -o json's trainerVersionSource says
+        return TrainerVersion(normalise(str(meta_v)) or NEWEST, source, why)
     if flag:
         n = normalise(flag)
         if n:
