@@ -23,7 +23,7 @@ import grpc
 from ckpt_doctor.analyzer import k8sgpt_schema_pb2 as pb
 from ckpt_doctor.analyzer import k8sgpt_schema_pb2_grpc as pb_grpc
 from ckpt_doctor.analyzer.results import Scan, TrainJobResult, result_of, results_of
-from ckpt_doctor.errors import InputError, InternalError
+from ckpt_doctor.errors import InputError, InternalError, UsageError
 
 MAX_OTHERS = 10  # other failing TrainJobs named in details
 
@@ -118,6 +118,8 @@ class Servicer(pb_grpc.CustomAnalyzerServiceServicer):
             scan = self.analyzer.scan()
         except InputError as e:  # the cluster cannot be reached, no TrainJob can be listed
             context.abort(grpc.StatusCode.UNAVAILABLE, redact_text(" ".join(str(e).split())))
+        except UsageError as e:  # the API server refused the configured --selector
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, redact_text(" ".join(str(e).split())))
         except InternalError as e:
             context.abort(grpc.StatusCode.INTERNAL, redact_text(f"internal error: {e}; please report it"))
         except Exception as e:  # a bug: one line to k8sgpt, never a traceback

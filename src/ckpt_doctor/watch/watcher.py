@@ -34,7 +34,7 @@ from ckpt_doctor.fleet.scan import Diagnoser
 from ckpt_doctor.scope import JOBSET_NAME_LABEL, runtime_ref
 from ckpt_doctor.snapshot import Obj
 from ckpt_doctor.sources.live.client import Api, CallError, Cluster
-from ckpt_doctor.sources.live.fleet import FleetCollector, FleetScope, list_kept
+from ckpt_doctor.sources.live.fleet import FleetCollector, FleetScope, list_kept, rejected_selector
 from ckpt_doctor.sources.live.kinds import EVENT, JOBSET, POD, TRAINJOB, Kind
 from ckpt_doctor.watch.events import should_emit, write_event
 from ckpt_doctor.watch.http import MetricsServer
@@ -179,6 +179,8 @@ class Watcher:
         try:
             items, rv = list_kept(self.api, TRAINJOB, self.namespace, self.selector)
         except CallError as e:
+            if bad := rejected_selector(e, self.selector):
+                raise bad from None
             where = f"in {self.namespace}" if self.namespace else "in all namespaces"
             fc = FleetCollector(self.cluster, FleetScope(self.namespace, self.selector))
             raise InputError(fc._fatal(e, f"list TrainJobs {where}")) from None

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckpt_doctor.errors import InputError
+from ckpt_doctor.errors import InputError, UsageError
 from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 from ckpt_doctor.scope import JOBSET_NAME_LABEL, Scope, claim_names, longest_prefix, runtime_ref
 from ckpt_doctor.snapshot import Obj, Snapshot
@@ -152,6 +152,14 @@ def _label(o: dict[str, Any], key: str) -> str | None:
     labels = _meta(o).get("labels")
     v = labels.get(key) if isinstance(labels, dict) else None
     return str(v) if v is not None else None
+
+
+def rejected_selector(e: CallError, selector: str | None) -> UsageError | None:
+    """The usage error to raise when the API server refused the user's label selector (400 BadRequest on a
+    list that carried it), else None. The server is the judge of selector syntax: nothing is parsed here."""
+    if not selector or e.kind != "bad" or e.status != 400:
+        return None
+    return UsageError(f"-l/--selector {selector!r} was rejected by the API server: {e.message}")
 
 
 def jobset_selector(names: Iterable[str]) -> str:
@@ -322,11 +330,15 @@ class FleetCollector:
             try:
                 items, _ = list_kept(self.api, TRAINJOB, sc.namespace, sc.selector, field_sel, self._wanted)
             except CallError as e:
+                if bad := rejected_selector(e, sc.selector):
+                    raise bad from None
                 raise InputError(self._fatal(e, f"list TrainJobs in {sc.namespace}")) from None
         else:
             try:
                 items, _ = list_kept(self.api, TRAINJOB, None, sc.selector)
             except CallError as e:
+                if bad := rejected_selector(e, sc.selector):
+                    raise bad from None
                 if e.kind in LOST or e.kind in ("unauthorized", "notfound"):
                     raise InputError(self._fatal(e, "list TrainJobs in all namespaces")) from None
                 items = self._trainjobs_per_namespace(e)
@@ -364,12 +376,19 @@ class FleetCollector:
         refused: list[str] = []
         with ThreadPoolExecutor(self.workers, thread_name_prefix="ckpt-fleet") as pool:
             for ns, got in pool.map(one, names):
+                if isinstance(got, CallError) and (bad := rejected_selector(got, self.scope.selector)):
+                    raise bad from None
                 if isinstance(got, CallError) and got.kind == "forbidden":
                     refused.append(ns)
                 elif isinstance(got, CallError):
                     self.namespace_errors.append(NamespaceError(ns, gap_reason(got, "list", TRAINJOB, ns)))
                 else:
                     out.extend(got)
+        if names and not out and len(self.namespace_errors) == len(names):  # not one namespace could be read
+            raise InputError(
+                f"cannot list TrainJobs in any of the {len(names)} namespace(s): {self.namespace_errors[0].reason}"
+                + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
+            )
         if refused:  # unknown, not empty: said once rather than as one row per namespace one may not read
             shown = ", ".join(refused[:8]) + (f" and {len(refused) - 8} more" if len(refused) > 8 else "")
             self.store.notes.append(
