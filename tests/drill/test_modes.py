@@ -225,7 +225,7 @@ def test_inputs_and_cluster_errors_exit_3(make_cluster: Any, tmp_path: Path) -> 
     c = make_cluster(correct())
     missing = c.drill(f"{NS}/nope", "--yes")
     assert missing.rc == 3 and "not found" in missing.err
-    assert run_cli(["drill", "a/b", "--kubeconfig", str(tmp_path / "none")]).rc == 3
+    assert run_cli(["drill", "a/b", "--yes", "--kubeconfig", str(tmp_path / "none")]).rc == 3
     (tmp_path / "x.yaml").write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n")
     secret = c.drill("--submit", str(tmp_path / "x.yaml"), "--yes")
     assert secret.rc == 3 and "exactly one TrainJob" in secret.err
@@ -244,3 +244,54 @@ def test_a_save_without_a_log_line_is_found_on_the_volume(make_cluster: Any) -> 
     step = next(s for s in got.json()["steps"] if s["id"] == "first-checkpoint")
     assert "no save line" in step["observed"] and "checkpoint-50" in step["observed"]
     assert any(cmd["kubectl"].endswith("ls -1 /mnt/ckpt/sft-resumable") for cmd in step["commands"])
+
+
+def _drill_without_terminal(argv: list[str]) -> tuple[int, str, str]:
+    """The CLI in a child process whose stdin is /dev/null (no terminal, as under cron, CI or `</dev/null`)."""
+    from tests.drill.conftest import drill_subprocess
+
+    p = drill_subprocess(argv)
+    out, err = p.communicate(timeout=120)
+    return p.returncode, out, err
+
+
+def test_no_terminal_and_no_yes_is_refused_before_anything(make_cluster: Any) -> None:
+    """A drill that would ask, with nobody to answer, stops with a usage error before its first request."""
+    c = make_cluster(correct())
+    c.seed()
+    c.kube.reset_requests()
+    rc, out, err = _drill_without_terminal([f"{NS}/{NAME}", "--kubeconfig", str(c.kubeconfig),
+                                            "--playbook", str(c.playbook)])
+    assert rc == 2, err
+    assert err.count("\n") == 1 and "stdin is not a terminal" in err and "--yes" in err and "--dry-run" in err, err
+    assert out == ""
+    assert c.kube.requests == []  # not even preflight's reads: nothing ran
+
+
+def test_no_terminal_is_fine_when_nothing_will_be_asked(make_cluster: Any) -> None:
+    """--dry-run asks nothing, --cleanup never asks, and an attached drill of read-only steps has no change to ask
+    about: none of them is refused for want of a terminal."""
+    c = make_cluster(correct())
+    c.seed()
+    base = ["--kubeconfig", str(c.kubeconfig), "--playbook", str(c.playbook)]
+    rc, _, err = _drill_without_terminal([f"{NS}/{NAME}", "--dry-run", *base])
+    assert rc == 0 and "stdin is not a terminal" not in err, err
+    rc, _, err = _drill_without_terminal(["--cleanup", "-n", NS, *base])
+    assert rc == 0 and "stdin is not a terminal" not in err, err
+    d = Drill(Options(target=f"{NS}/{NAME}", playbook=c.playbook, steps=("preflight", "first-checkpoint")),
+              TextConsole(out=io.StringIO()))
+    assert not d.asks()
+    assert Drill(Options(target=f"{NS}/{NAME}", playbook=c.playbook), TextConsole(out=io.StringIO())).asks()
+    assert not Drill(Options(target=f"{NS}/{NAME}", playbook=c.playbook, yes=True),
+                     TextConsole(out=io.StringIO())).asks()
+    assert Drill(Options(submit=tuple(GUIDE), playbook=c.playbook, steps=("preflight",)),
+                 TextConsole(out=io.StringIO())).asks()  # --submit creates: that is asked
+
+
+def test_text_mode_writes_nothing_on_stdout(make_cluster: Any) -> None:
+    """The drill talks on stderr; stdout carries only -o json (docs/drill.md says so)."""
+    c = make_cluster(correct())
+    c.seed()
+    rc, out, err = _drill_without_terminal([f"{NS}/{NAME}", "--dry-run", "--kubeconfig", str(c.kubeconfig),
+                                            "--playbook", str(c.playbook)])
+    assert rc == 0 and out == "" and "drill d-" in err, err

@@ -3,8 +3,10 @@
 Exit codes (contracts.md §1, §5; decided by drill/verdict.py): 0 every required step ran and passed (or
 --dry-run printed its plan), 1 a step failed, 2 usage, 3 error (a step could not run, a required step did not
 run, the cluster or an input failed); a drill stopped by Ctrl-C (or the abort answer) exits 130, by SIGTERM
-143, after its cleanup ran. `--junit`/`--report` are written on every one of these paths, and refuse to
-replace an existing file without `--force`. `--cleanup` undoes what interrupted drills left.
+143, after its cleanup ran. A drill that would ask with no terminal on stdin (and neither --yes nor --dry-run)
+is a usage error, refused before any request; the app asks on its own screen and never comes here. The drill
+talks on stderr; stdout carries only the -o json record. `--junit`/`--report` are written on every one of these
+paths, and refuse to replace an existing file without `--force`. `--cleanup` undoes what interrupted drills left.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="The verify drill of the checkpointing guide, run step by step: preflight (APIs, runtime rules, "
         "PVC, permissions, nodes), submit or attach, wait for the first complete checkpoint, crash the trainer, "
         "suspend and resume, resume on another node, and clean up. Before every change it prints the kubectl "
-        "command that does the same and asks (--yes does not ask); it touches only its TrainJob, that "
+        "command that does the same and asks on the terminal (--yes does not ask; without a terminal on stdin, "
+        "pass --yes or --dry-run); it touches only its TrainJob, that "
         "TrainJob's pods, what it created, and a node it was told to cordon; it undoes everything at the end, "
         "on Ctrl-C and SIGTERM too. It passes only when every required step ran and passed. Exit 0 passed, 1 a "
         "step failed, 2 usage, 3 error (a step could not run, a required step did not run, the cluster or an input "
@@ -150,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
     opts = options(args)
     console = TextConsole(yes=opts.yes, verbose=args.verbose)
     drill = Drill(opts, console)
+    if drill.asks() and not _terminal(sys.stdin):  # nobody to answer the first question: refuse before any request
+        raise UsageError("stdin is not a terminal: pass --yes to confirm every change, or --dry-run to see the plan")
     try:
         with Interrupts(announce=console.note) as interrupts:
             drill.interrupts = interrupts
@@ -162,3 +167,10 @@ def run(args: argparse.Namespace) -> int:
     if drill.error is not None and result.verdict == "error" and result.verdict_step is None:
         raise InputError(str(drill.error))
     return drill.exit_code()
+
+
+def _terminal(stream: object) -> bool:
+    try:
+        return stream is not None and bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):  # closed, or no stream at all
+        return False

@@ -165,6 +165,14 @@ class Drill:
         self._shown: set[int] = set()
         self.cleaning = False
 
+    def asks(self) -> bool:
+        """Whether this drill will ask its user anything: a chosen step that changes the cluster, without --yes
+        or --dry-run (cleanup never asks; attached, the submit step changes nothing)."""
+        if self.opts.yes or self.opts.dry_run or self.opts.cleanup:
+            return False
+        return any(st.changes and st.id in self.chosen and st.action != "cleanup"
+                   and (st.action != "submit" or bool(self.opts.submit)) for st in self.pb.steps)
+
     # -- the run -----------------------------------------------------------------------------------
     def run(self) -> DrillResult:
         from ckpt_doctor.drill import cleanup, steps
