@@ -126,3 +126,27 @@ def test_the_default_log_window_is_the_engines() -> None:
     from ckpt_doctor.facts.logs import HEAD_BYTES, TAIL_BYTES
 
     assert LOG_WINDOW == HEAD_BYTES == TAIL_BYTES  # cli.py keeps a copy so that --help stays fast
+
+
+@pytest.mark.parametrize(
+    ("argv", "verb", "says"),
+    [
+        (["diagnose", "team-a/x", "--bogus"], "diagnose", "unrecognized arguments: --bogus"),
+        (["diagnose", "team-a/x", "-o", "yaml"], "diagnose", "invalid choice: 'yaml'"),
+        (["diagnose", "--request-timeout", "0", "team-a/x"], "diagnose", "--request-timeout"),
+        (["lint"], "lint", "required: FILE_OR_DIR"),
+        (["rules", "show"], "rules show", "required"),
+        (["nosuchverb"], "", "invalid choice: 'nosuchverb'"),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_verb(argv: list[str], verb: str, says: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """An unknown flag after a verb printed the top-level usage; a bad value printed the verb's whole usage (15
+    lines) above the one line that mattered. Now: exit 2, one line, the verb's name and where its help is."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    prog = f"ckpt-doctor {verb}".strip()
+    assert err.count("\n") == 1 and err.startswith(f"{prog}: error: ") and says in err, err
+    assert f"(see `{prog} --help`)" in err

@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ckpt_doctor import __version__
 from ckpt_doctor.errors import EXIT_INPUT, EXIT_USAGE, InputError, InternalError, UsageError
@@ -221,9 +221,17 @@ def _apply_bundle_limits(args: argparse.Namespace) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line that names the verb and where its help is (argparse printed the whole usage of
+    the verb, 15 lines, above it; and an unknown flag after a verb named the top-level usage, not the verb's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; `only` registers a single verb (the app's first frame should not wait for the rest)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ckpt-doctor",
         description="Find out why a Kubeflow Trainer v2 TrainJob did not resume from its checkpoint.",
         epilog="Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage, 3 input/connection error, "
@@ -305,7 +313,10 @@ def _main(args_list: list[str]) -> int:
             args_list = ["tui", *args_list]
     else:
         parser = build_parser()
-    args = parser.parse_args(args_list)
+    args, extra = parser.parse_known_args(args_list)
+    if extra:  # the verb's own parser says it, with the verb's name
+        subs = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+        (subs.get(getattr(args, "verb", None) or "") or parser).error(f"unrecognized arguments: {' '.join(extra)}")
     _apply_bundle_limits(args)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
