@@ -26,15 +26,16 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 60.0) -
     raise AssertionError("the screen never got there")
 
 
-def assert_prompt_in_sight(app: Any) -> None:
+def prompt_in_sight(app: Any) -> bool:
     """The question is on screen whatever the length of the step's explanation above it (it was inside the
-    detail pane's scroll, below the explanation: on a 100x30 terminal the cross-node step's pushed it out)."""
+    detail pane's scroll, below the explanation: on a 100x30 terminal the cross-node step's pushed it out).
+    Waited for, not asserted at once: the layout follows the prompt's new text a frame later."""
     from textual.widgets import Static
 
     prompt = app.screen.query_one("#drill-prompt", Static)
     region = prompt.region
-    assert region.height > 0 and region.bottom <= app.screen.size.height, region
-    assert app.screen.get_widget_at(region.x, region.y)[0] is prompt
+    return (region.height > 0 and region.bottom <= app.screen.size.height
+            and app.screen.get_widget_at(region.x, region.y)[0] is prompt)  # fmt: skip
 
 
 async def test_drill_screen_confirm_skip_abort(make_cluster: Any) -> None:
@@ -53,14 +54,13 @@ async def test_drill_screen_confirm_skip_abort(make_cluster: Any) -> None:
         await until(pilot, lambda: screen.asking is not None)
         assert "delete the trainer pod" in screen.asking  # the crash, and its command on screen
         assert "kubectl -n team-a delete pod" in screen_text(app)
-        assert_prompt_in_sight(app)
+        await until(pilot, lambda: prompt_in_sight(app))
         await pilot.press("y")
         await until(pilot, lambda: screen.asking is not None and "suspend" in screen.asking)
         assert screen.states["crash"] == "passed"
         await pilot.press("s")  # skip suspend-resume
         await until(pilot, lambda: screen.asking is not None and screen.states.get("cross-node") == "running")
-        await pilot.pause()
-        assert_prompt_in_sight(app)  # the longest explanation of the drill
+        await until(pilot, lambda: prompt_in_sight(app))  # the longest explanation of the drill
         await pilot.press("a")
         await until(pilot, lambda: not screen.running)
         assert screen.states["suspend-resume"] == "skipped"
