@@ -91,6 +91,11 @@ class Run:
     def label(self) -> str:
         return f"{self.pod.name}/{self.container}{' (previous)' if self.previous else ''}"
 
+    @property
+    def terminated_path(self) -> str:
+        """Where the pod's status says how this run's container ended (evidence paths quote it)."""
+        return f"status.containerStatuses[name={self.container}].{'lastState' if self.previous else 'state'}.terminated"
+
     def sort_key(self) -> tuple[Any, ...]:
         return (self.restart_attempt, self.started or self.pod.created, self.instance)
 

@@ -753,11 +753,10 @@ def _crash_line(r: Run) -> str:
 
 
 def _container_ev(r: Run) -> dict[str, Any]:
-    state = "lastState" if r.previous else "state"
     return {
         "type": "field",
         "object": r.pod.ref(),
-        "path": f"status.containerStatuses[name={r.container}].{state}.terminated",
+        "path": r.terminated_path,
         "value": {k: v for k, v in (("exitCode", r.exit_code), ("reason", r.reason or None)) if v is not None},
     }
 

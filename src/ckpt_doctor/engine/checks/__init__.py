@@ -40,6 +40,11 @@ def field_ev(obj: str, path: str, value: Any = None) -> dict[str, Any]:
     return {"type": "field", "object": obj, "path": path, "value": value}
 
 
+def exit_code_ev(r: Any) -> dict[str, Any]:
+    """The run's exit code, where its pod's status says it (a `Run` of facts/attempts.py)."""
+    return field_ev(r.pod.ref(), f"{r.terminated_path}.exitCode", r.exit_code)
+
+
 def absence(what: str, where: str | None = None) -> dict[str, Any]:
     ev: dict[str, Any] = {"type": "absence", "what": what}
     if where:

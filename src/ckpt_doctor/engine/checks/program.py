@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ckpt_doctor import frameworks
-from ckpt_doctor.engine.checks import absence, check
+from ckpt_doctor.engine.checks import absence, check, exit_code_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.exec_advice import exec_fix
@@ -491,15 +491,6 @@ def training_hub(facts: Facts, rule: Rule) -> Result:
 _AGENTS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 
 
-def _exit_ev(r: Any) -> dict[str, Any]:
-    state = "lastState" if r.previous else "state"
-    return {
-        "type": "field",
-        "object": r.pod.ref(),
-        "path": f"status.containerStatuses[name={r.container}].{state}.terminated.exitCode",
-        "value": r.exit_code,
-    }
-
 
 def _agent(prog: Program) -> str | None:
     for w in (prog.trainer_argv or [])[:4]:
@@ -516,7 +507,7 @@ def sigterm_exit_zero(facts: Facts, rule: Rule) -> Result:
         h = facts.history
         for r in h.runs:
             if r.exited_after_sigterm and r.exit_code == 0:
-                ev = [*r.sigterm[:2], _exit_ev(r)]
+                ev = [*r.sigterm[:2], exit_code_ev(r)]
                 if str(r.pod.status.get("phase") or "") == "Succeeded":
                     ev.append({"type": "field", "object": r.pod.ref(), "path": "status.phase", "value": "Succeeded"})
                 return fail(
@@ -531,7 +522,7 @@ def sigterm_exit_zero(facts: Facts, rule: Rule) -> Result:
             r = stopped[0]
             seen_nonzero = ok(
                 reason=f"attempt {r.attempt} ({r.pod.name}) was stopped by SIGTERM and exited {r.exit_code}",
-                evidence=[*r.sigterm[:1], _exit_ev(r)],
+                evidence=[*r.sigterm[:1], exit_code_ev(r)],
             )
     got = _from_program(facts)
     if got.status == "fail" or seen_nonzero is None:

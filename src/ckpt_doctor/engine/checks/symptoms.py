@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ckpt_doctor.engine.checks import absence, check, condition_ev, event_ev, field_ev, text_ev
+from ckpt_doctor.engine.checks import absence, check, condition_ev, event_ev, exit_code_ev, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.attempts import SIGKILL_EXIT, Attempt, History, Run
 from ckpt_doctor.facts.context import Facts
@@ -586,12 +586,7 @@ def trainjob_completed_early(facts: Facts, rule: Rule) -> Result:
     last = h.attempts[-1]
     for r in last.runs:
         if r.exited_after_sigterm and r.exit_code == 0:
-            state = "lastState" if r.previous else "state"
-            ev = [
-                condition_ev(ref, cond),
-                *r.sigterm[:2],
-                field_ev(r.pod.ref(), f"status.containerStatuses[name={r.container}].{state}.terminated.exitCode", 0),
-            ]
+            ev = [condition_ev(ref, cond), *r.sigterm[:2], exit_code_ev(r)]
             step = r.last_step()
             total = training_total(r.log)
             where = f" at step {step}" + (f" of {total}" if total else "") if step is not None else ""
