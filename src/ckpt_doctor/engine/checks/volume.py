@@ -271,22 +271,32 @@ def resumed_older(facts: Facts, rule: Rule, base: Result) -> Result:
     return base
 
 
+def _listed_last(found: list[Judged], path: str) -> tuple[Judged, SaveDir, Checkpoint] | None:
+    """The checkpoint named `path` in the latest of `found` listings that shows it, with its listing and dir."""
+    for j in reversed(found):
+        for d in j.dirs:
+            mine = [c for c in d.checkpoints if c.path == path or path.endswith("/" + c.name)]
+            if mine:
+                return j, d, mine[0]
+    return None
+
+
+def _written_last(d: SaveDir, c: Checkpoint) -> bool:
+    """`c` is complete and was written after every other checkpoint of its directory."""
+    return bool(c.complete) and c.mtime is not None and all(
+        o.mtime <= c.mtime for o in d.checkpoints if o is not c and o.mtime is not None)  # fmt: skip
+
+
 def _newest_written(found: list[Judged], path: str) -> str:
     """A resume that names a checkpoint without a step in its name (Lightning's `last.ckpt`, rewritten at every
     save): the listing taken last before the attempt began shows it complete and written after every other
     checkpoint of its directory, so no newer one was there to take. "" when no such listing shows it."""
-    for j in reversed(found):
-        for d in j.dirs:
-            mine = [c for c in d.checkpoints if c.path == path or path.endswith("/" + c.name)]
-            if not mine:
-                continue
-            c = mine[0]
-            others = [o.mtime for o in d.checkpoints if o is not c and o.mtime is not None]
-            if c.complete and c.mtime is not None and all(t <= c.mtime for t in others):
-                return (f"{c.name}, the newest checkpoint written before it began: {j.label()} shows it complete, "
-                        f"written at {epoch_text(c.mtime)}, after every other one")  # fmt: skip
-            return ""
-    return ""
+    got = _listed_last(found, path)
+    if got is None or not _written_last(got[1], got[2]):
+        return ""
+    j, _d, c = got
+    return (f"{c.name}, the newest checkpoint written before it began: {j.label()} shows it complete, "
+            f"written at {epoch_text(c.mtime)}, after every other one")  # type: ignore[arg-type]  # fmt: skip
 
 
 def stepless_resume_step(facts: Facts, a: Attempt, path: str) -> tuple[int, str, list[dict[str, Any]]] | None:
@@ -298,27 +308,22 @@ def stepless_resume_step(facts: Facts, a: Attempt, path: str) -> tuple[int, str,
     vol = facts.volume
     if not vol.seen:
         return None
-    for j in reversed(_found_before(vol, facts.history, a)):
-        for d in j.dirs:
-            mine = [c for c in d.checkpoints if c.path == path or path.endswith("/" + c.name)]
-            if not mine:
-                continue
-            c = mine[0]
-            named = sorted((o for o in d.checkpoints if o is not c and o.step is not None and o.mtime is not None
-                            and o.complete), key=lambda o: o.mtime)  # type: ignore[arg-type,return-value]  # fmt: skip
-            others = [o.mtime for o in d.checkpoints if o is not c and o.mtime is not None]
-            if (not c.complete or c.mtime is None or len(named) < 2 or any(t > c.mtime for t in others)
-                    or c.step is not None):  # fmt: skip
-                return None
-            gaps = [b.mtime - x.mtime for x, b in pairwise(named)]  # type: ignore[operator]
-            newest = named[-1]
-            lag = c.mtime - newest.mtime  # type: ignore[operator]
-            if not gaps or min(gaps) <= 0 or lag >= min(gaps) / 2:
-                return None
-            said = (f"{c.name}, written {lag:.2f} s after {newest.name} in the same save ({j.label()}; the saves "
-                    f"before came {min(gaps):.1f} s or more apart)")  # fmt: skip
-            return newest.step, said, [j.evidence(newest), j.evidence(c)]  # type: ignore[return-value]
-    return None
+    got = _listed_last(_found_before(vol, facts.history, a), path)
+    if got is None:
+        return None
+    j, d, c = got
+    named = sorted((o for o in d.checkpoints if o is not c and o.step is not None and o.mtime is not None
+                    and o.complete), key=lambda o: o.mtime)  # type: ignore[arg-type,return-value]  # fmt: skip
+    if c.step is not None or len(named) < 2 or not _written_last(d, c):
+        return None
+    gaps = [b.mtime - x.mtime for x, b in pairwise(named)]  # type: ignore[operator]
+    newest = named[-1]
+    lag = c.mtime - newest.mtime  # type: ignore[operator]
+    if min(gaps) <= 0 or lag >= min(gaps) / 2:
+        return None
+    said = (f"{c.name}, written {lag:.2f} s after {newest.name} in the same save ({j.label()}; the saves "
+            f"before came {min(gaps):.1f} s or more apart)")  # fmt: skip
+    return newest.step, said, [j.evidence(newest), j.evidence(c)]  # type: ignore[return-value]
 
 
 # -- fresh-start-after-restart -------------------------------------------------------------------------------
