@@ -254,11 +254,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _verbs(parser: argparse.ArgumentParser) -> set[str]:
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each registered verb's own parser."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return set(action.choices)
-    return set()
+            return dict(action.choices)
+    return {}
+
+
+def _verbs(parser: argparse.ArgumentParser) -> set[str]:
+    return set(_subparsers(parser))
 
 
 def _one_line(e: BaseException) -> str:
@@ -315,8 +320,8 @@ def _main(args_list: list[str]) -> int:
         parser = build_parser()
     args, extra = parser.parse_known_args(args_list)
     if extra:  # the verb's own parser says it, with the verb's name
-        subs = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
-        (subs.get(getattr(args, "verb", None) or "") or parser).error(f"unrecognized arguments: {' '.join(extra)}")
+        verb = _subparsers(parser).get(getattr(args, "verb", None) or "")
+        (verb or parser).error(f"unrecognized arguments: {' '.join(extra)}")
     _apply_bundle_limits(args)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
