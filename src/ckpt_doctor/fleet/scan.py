@@ -184,10 +184,15 @@ def scan_live(
             if progress is not None:
                 progress.advance()
 
+        # the requests of every TrainJob's collector (its log reads, and GETs the lists could not answer) on one
+        # pool: as many threads as log reads may be in flight, instead of a pool per TrainJob
+        reads = ThreadPoolExecutor(max(1, fleet.in_flight or workers * fleet.log_workers),
+                                   thread_name_prefix="ckpt-fleet-read")  # fmt: skip
+
         def one(tj: dict[str, Any]) -> JobOutcome | Future[JobOutcome]:
             ns, name = _ns(tj) or "default", _name(tj)
             try:
-                got = fleet.collect(tj)
+                got = fleet.collect(tj, reads)
                 if pool is not None:  # this thread goes on collecting while a worker diagnoses
                     fut = pool.submit(got, cluster, ns, name, redact)
                     fut.add_done_callback(done)
@@ -206,8 +211,10 @@ def scan_live(
             result.outcomes = [Pool.result(o) if isinstance(o, Future) else o for o in got]
         except BaseException:  # Ctrl-C, SIGTERM, an error: what is queued is not started (the workers end too)
             threads.shutdown(wait=False, cancel_futures=True)
+            reads.shutdown(wait=False, cancel_futures=True)
             raise
         threads.shutdown(wait=True)
+        reads.shutdown(wait=True)
     result.notes = list(dict.fromkeys(fleet.store.notes))
     return result
 

@@ -18,7 +18,8 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
@@ -184,6 +185,10 @@ class Collector:
     `keep` decides what is kept of each log as it is read (`logs.Keep`: spooled windows, or only what the log
     scanner found); without it, the windows stay in memory. Logs are read with at most twice `workers` reads
     ahead of the one being kept, so that memory holds a bounded number of windows, whatever the pod count.
+
+    The reads run on `pool` when the caller gives one (the fleet scan: one pool shared by its TrainJobs), else
+    on a pool of `workers` threads made for each collection. A read that `api` answers from memory (it has a
+    `holds(method, *args)` saying so: the fleet's store) is made at once, on the collecting thread.
     """
 
     def __init__(
@@ -196,6 +201,7 @@ class Collector:
         workers: int = 8,
         progress: Progress | None = None,
         keep: Keep | None = None,
+        pool: Executor | None = None,
     ) -> None:
         self.cluster = cluster
         self.api = Api(cluster)  # the recorder watches and follows through it (reconnecting itself)
@@ -206,6 +212,7 @@ class Collector:
         self.logs = LogReader(self.reads, head_bytes, tail_bytes)
         self.progress = progress or Progress(quiet=True)
         self.keep = keep
+        self.pool = pool
 
     @property
     def reads(self) -> Any:
@@ -262,7 +269,8 @@ class Collector:
         out = Collected(tj)
         out.add("TrainJob", [tj])
         self.progress.stage("reading the runtime, JobSet, Jobs, pods and events")
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ckpt-live") as pool:
+        own = ThreadPoolExecutor(self.workers, thread_name_prefix="ckpt-live") if self.pool is None else None
+        with own if own is not None else nullcontext(self.pool) as pool:
             self.read_objects(pool, tj, out)
             self.read_storage(pool, out)
             self.keep_events(out)
@@ -277,22 +285,30 @@ class Collector:
             )
         return out
 
-    def read_objects(self, pool: ThreadPoolExecutor, tj: dict[str, Any], out: Collected) -> None:
+    def _read(self, pool: Executor, method: str, *args: Any) -> Future[Any] | _Now:
+        """Start one read (`get`, `list` or `version` of `reads`): made at once when `api` answers it from memory,
+        else on `pool`; either way its `result()` returns it or raises its error."""
+        holds = getattr(self.api, "holds", None)
+        if holds is not None and holds(method, *args):
+            return _Now(getattr(self.reads, method), *args)
+        return pool.submit(getattr(self.reads, method), *args)
+
+    def read_objects(self, pool: Executor, tj: dict[str, Any], out: Collected) -> None:
         ns, name = self.namespace, self.name
         rname, kind, _ = runtime_ref(Obj(tj))
         rkind = runtime_kind(kind)
         sel = f"{JOBSET_NAME_LABEL}={name}"
-        jobs: dict[str, Future[Any]] = {
-            "runtime": pool.submit(self.reads.get, rkind, rname, ns) if rname else _done(None),
-            "snapshot": pool.submit(self.reads.get, CONFIGMAP, f"{name}-runtime-snapshot", ns),
-            "jobset": pool.submit(self.reads.get, JOBSET, name, ns),
-            "jobs": pool.submit(self.reads.list, JOB, ns, sel),
-            "pods": pool.submit(self.reads.list, POD, ns, sel),
-            "events": pool.submit(self.reads.list, EVENT, ns),
-            "pvcs": pool.submit(self.reads.list, PVC, ns),
-            "workloads": pool.submit(self.reads.list, WORKLOAD, ns),
-            "version": pool.submit(self.reads.version),
-            "trainer": pool.submit(self.reads.get, DEPLOYMENT, TRAINER_DEPLOYMENT[1], TRAINER_DEPLOYMENT[0]),
+        jobs: dict[str, Future[Any] | _Now] = {
+            "runtime": self._read(pool, "get", rkind, rname, ns) if rname else _Now(lambda: None),
+            "snapshot": self._read(pool, "get", CONFIGMAP, f"{name}-runtime-snapshot", ns),
+            "jobset": self._read(pool, "get", JOBSET, name, ns),
+            "jobs": self._read(pool, "list", JOB, ns, sel),
+            "pods": self._read(pool, "list", POD, ns, sel),
+            "events": self._read(pool, "list", EVENT, ns),
+            "pvcs": self._read(pool, "list", PVC, ns),
+            "workloads": self._read(pool, "list", WORKLOAD, ns),
+            "version": self._read(pool, "version"),
+            "trainer": self._read(pool, "get", DEPLOYMENT, TRAINER_DEPLOYMENT[1], TRAINER_DEPLOYMENT[0]),
         }
         res: dict[str, Any] = {}
         for key, fut in jobs.items():
@@ -341,7 +357,7 @@ class Collector:
         dep = res["trainer"]
         out.trainer_version = _image_version(dep) if isinstance(dep, dict) else ""
 
-    def read_storage(self, pool: ThreadPoolExecutor, out: Collected) -> None:
+    def read_storage(self, pool: Executor, out: Collected) -> None:
         ns = self.namespace
         tj = Obj(out.trainjob)
         pods = [Obj(p) for p in out.objects.get("Pod", [])]
@@ -368,19 +384,19 @@ class Collector:
             [n for n in names if (kind.kind, n) not in have]
             for kind, names in ((PV, pv_names), (CONFIGMAP, cms), (NODE, nodes), (STORAGECLASS, classes))
         )
-        gets: list[tuple[Kind, str, str | None, Future[Any]]] = []
+        gets: list[tuple[Kind, str, str | None, Future[Any] | _Now]] = []
         for n in pv_names:
-            gets.append((PV, n, None, pool.submit(self.reads.get, PV, n)))
+            gets.append((PV, n, None, self._read(pool, "get", PV, n)))
         for n in cms:
-            gets.append((CONFIGMAP, n, ns, pool.submit(self.reads.get, CONFIGMAP, n, ns)))
-        node_list: Future[Any] | None = None
+            gets.append((CONFIGMAP, n, ns, self._read(pool, "get", CONFIGMAP, n, ns)))
+        node_list: Future[Any] | _Now | None = None
         if len(nodes) <= NODE_GETS:
             for n in nodes:
-                gets.append((NODE, n, None, pool.submit(self.reads.get, NODE, n)))
+                gets.append((NODE, n, None, self._read(pool, "get", NODE, n)))
         elif nodes:
-            node_list = pool.submit(self.reads.list, NODE)
+            node_list = self._read(pool, "list", NODE)
         for n in classes:
-            gets.append((STORAGECLASS, n, None, pool.submit(self.reads.get, STORAGECLASS, n)))
+            gets.append((STORAGECLASS, n, None, self._read(pool, "get", STORAGECLASS, n)))
         extra_classes: set[str] = set()
         for kind, n, kns, fut in gets:
             try:
@@ -413,7 +429,7 @@ class Collector:
             except CallError as e:
                 out.gap(NODE.gap, gap_reason(e, "list", NODE, None))
 
-    def read_logs(self, pool: ThreadPoolExecutor, out: Collected) -> None:
+    def read_logs(self, pool: Executor, out: Collected) -> None:
         todo = [
             (str(p["metadata"]["name"]), c, prev)
             for p in out.objects.get("Pod", [])
@@ -488,10 +504,23 @@ class Collector:
         return build_snapshot(out, self.cluster, self.namespace, self.name)
 
 
-def _done(value: Any) -> Future[Any]:
-    f: Future[Any] = Future()
-    f.set_result(value)
-    return f
+class _Now:
+    """A read made at once, in the shape of a Future: `result()` returns what it read or raises its error."""
+
+    __slots__ = ("_error", "_value")
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._value: Any = None
+        self._error: Exception | None = None
+        try:
+            self._value = fn(*args)
+        except Exception as e:  # as a Future keeps it: raised by result()
+            self._error = e
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _rjobs(jobset_spec: dict[str, Any]) -> list[dict[str, Any]]:

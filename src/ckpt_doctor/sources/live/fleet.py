@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,20 +220,32 @@ class Listed:
         # narrowed to a superset of what it keeps (so a namespace of 500 jobs is not copied 500 times)
         self.narrowed = narrowed or {}
 
+    def holds(self, method: str, *args: Any) -> bool:
+        """Whether `method(*args)` (`get`, `list`, `version`) is answered from the store, without a request."""
+        if method == "get":
+            return self._held(*args) is not None
+        if method == "list":
+            return self._listable(*args)
+        return method == "version"
+
+    def _held(self, kind: Kind, name: str, namespace: str | None = None) -> dict[str, Any] | CallError | None:
+        """What the store says of one object (itself, or the error its GET got or would get); None: not known."""
+        hit = self.store.named.get(kind.kind, {}).get((namespace if kind.namespaced else None, name))
+        if hit is not None:
+            return hit
+        if kind is DEPLOYMENT and self.store.trainer is not None:
+            return self.store.trainer
+        if self.store.has_listed(kind, namespace, name):
+            where = f" in namespace {namespace}" if kind.namespaced and namespace else ""
+            return CallError("notfound", f'{kind.plural} "{name}" not found (not in the list{where})', 404)
+        return None
+
     def get(self, kind: Kind, name: str, namespace: str | None = None) -> dict[str, Any]:
-        key = (namespace if kind.namespaced else None, name)
-        hit = self.store.named.get(kind.kind, {}).get(key)
+        hit = self._held(kind, name, namespace)
         if isinstance(hit, CallError):
             raise hit
         if hit is not None:
             return self._copy(hit)
-        if kind is DEPLOYMENT and self.store.trainer is not None:
-            if isinstance(self.store.trainer, CallError):
-                raise self.store.trainer
-            return self._copy(self.store.trainer)
-        if self.store.has_listed(kind, namespace, name):
-            where = f" in namespace {namespace}" if kind.namespaced and namespace else ""
-            raise CallError("notfound", f'{kind.plural} "{name}" not found (not in the list{where})', 404)
         try:  # not read yet, or its list failed: one GET, as `diagnose` makes it, kept for the other jobs
             obj = self.api.get(kind, name, namespace)
         except CallError as e:
@@ -243,6 +255,23 @@ class Listed:
         self.store.put(kind, obj, namespace, name)
         return self._copy(obj)
 
+    def _listable(
+        self,
+        kind: Kind,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> bool:
+        """Whether the store answers this list: a list of `kind` covered `namespace` (or it failed), or the kind
+        was read by name from a whole list; with at most a `key=value` label selector and no field selector."""
+        by_ns = self.store.lists.get(kind.kind)
+        got = None if by_ns is None else by_ns.get(namespace if kind.namespaced else None)
+        if got is None:
+            return not label_selector and not field_selector and self.store.has_listed(kind, namespace)
+        if field_selector:
+            return False
+        return isinstance(got, CallError) or not label_selector or _simple(label_selector)
+
     def list(
         self,
         kind: Kind,
@@ -250,23 +279,21 @@ class Listed:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> tuple[list[dict[str, Any]], str]:
+        if not self._listable(kind, namespace, label_selector, field_selector):
+            return self.api.list(kind, namespace, label_selector, field_selector)
         by_ns = self.store.lists.get(kind.kind)
         got = None if by_ns is None else by_ns.get(namespace if kind.namespaced else None)
-        if got is None and not label_selector and not field_selector and self.store.has_listed(kind, namespace):
+        if got is None:
             # a kind read by name, whose list came back whole (the collector lists nodes when a job has many):
             # what the store holds is every object of it the scan asked for, this job's among them
             named = self.store.named.get(kind.kind, {})
             got = [o for (ns, _n), o in named.items()
                    if isinstance(o, dict) and (not kind.namespaced or ns == namespace)]  # fmt: skip
-        if got is None or field_selector:
-            return self.api.list(kind, namespace, label_selector, field_selector)
         if isinstance(got, CallError):
             raise got
         items = self.narrowed.get(kind.kind, got)
         if label_selector:
-            key, eq, value = label_selector.partition("=")
-            if not eq or "," in label_selector or "!" in key:
-                return self.api.list(kind, namespace, label_selector, field_selector)
+            key, _eq, value = label_selector.partition("=")
             items = [o for o in items if _label(o, key.strip()) == value.strip()]
         return self._copy(items), ""
 
@@ -302,6 +329,7 @@ class FleetCollector:
         # at most this many log reads at once over all TrainJobs (0: each TrainJob's `log_workers` only), so a
         # TrainJob may read more of its logs at once while others are between requests
         self._log_api: Any = _Gated(self.api, in_flight) if in_flight > 0 else self.api
+        self.in_flight = in_flight
         self.copies = True  # False: `collect` hands out the store's objects themselves (see `Listed`)
         self.scope = scope
         self.head_bytes = head_bytes
@@ -316,7 +344,8 @@ class FleetCollector:
         self._namespaces: list[str] = []
         self._lock = threading.Lock()
         self._indices: dict[str, _EventIndex | None] = {}
-        self._pod_index: dict[str, tuple[Any, dict[str, list[dict[str, Any]]]]] = {}
+        # kind -> namespace -> (the list indexed, its objects by their JobSet's name)
+        self._jobset_index: dict[tuple[str, str], tuple[Any, dict[str, list[dict[str, Any]]]]] = {}
 
     # -- round 0: the TrainJobs -----------------------------------------------------------------------
     def trainjobs(self) -> list[dict[str, Any]]:
@@ -573,7 +602,7 @@ class FleetCollector:
     def _job_view(self, tj: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """The pods and the runtime the collector will see for `tj` (from the store; not copies: to read)."""
         ns, name = _ns(tj) or "default", _name(tj)
-        pods = self._pods_by_jobset(ns).get(name, [])
+        pods = self._by_jobset("Pod", ns).get(name, [])
         rname, rkind, _ = runtime_ref(Obj(tj))
         runtime = None
         if rname:
@@ -587,12 +616,12 @@ class FleetCollector:
                 runtime = None
         return pods, runtime
 
-    def _pods_by_jobset(self, ns: str) -> dict[str, list[dict[str, Any]]]:
-        """A namespace's listed pods by their JobSet's name, in the list's order (indexed once: each TrainJob
-        used to filter the namespace's every pod)."""
-        got = self.store.lists.get("Pod", {}).get(ns)
+    def _by_jobset(self, kind: str, ns: str) -> dict[str, list[dict[str, Any]]]:
+        """A namespace's listed pods (or Jobs) by their JobSet's name, in the list's order (indexed once: each
+        TrainJob used to filter the namespace's every pod)."""
+        got = self.store.lists.get(kind, {}).get(ns)
         with self._lock:
-            held = self._pod_index.get(ns)
+            held = self._jobset_index.get((kind, ns))
             if held is not None and held[0] is got:
                 return held[1]
             by_name: dict[str, list[dict[str, Any]]] = {}
@@ -600,7 +629,7 @@ class FleetCollector:
                 owner = _label(p, JOBSET_NAME_LABEL)
                 if owner is not None:
                     by_name.setdefault(owner, []).append(p)
-            self._pod_index[ns] = (got, by_name)
+            self._jobset_index[(kind, ns)] = (got, by_name)
             return by_name
 
     def _storage_names(
@@ -697,11 +726,16 @@ class FleetCollector:
             return self._indices[ns]
 
     def _narrowed(self, tj: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-        """This TrainJob's candidates among its namespace's events, PVCs and Workloads (a superset of what
-        the collector keeps of the whole lists, in their order)."""
+        """This TrainJob's candidates among its namespace's pods, Jobs, events, PVCs and Workloads (a superset of
+        what the collector keeps of the whole lists, in their order)."""
         ns, name = _ns(tj) or "default", _name(tj)
         pods, runtime = self._job_view(tj)
         out: dict[str, list[dict[str, Any]]] = {}
+        # its pods and Jobs: the collector lists them by `jobset-name=NAME`, which keeps exactly these
+        if isinstance(self.store.lists.get("Pod", {}).get(ns), list):
+            out["Pod"] = pods
+        if isinstance(self.store.lists.get("Job", {}).get(ns), list):
+            out["Job"] = self._by_jobset("Job", ns).get(name, [])
         pvcs = self.store.lists.get("PersistentVolumeClaim", {}).get(ns)
         if isinstance(pvcs, list):
             out["PersistentVolumeClaim"] = self._job_pvcs(tj, pods, runtime)
@@ -710,11 +744,9 @@ class FleetCollector:
             out["Workload"] = [w for w in wls if _owned_by(w, tj)]
         idx = self._event_index(ns)
         if idx is not None:
-            jobs = self.store.lists.get("Job", {}).get(ns)
             keys = [("TrainJob", name), ("JobSet", name)]
             keys += [("Pod", _name(p)) for p in pods]
-            if isinstance(jobs, list):
-                keys += [("Job", _name(j)) for j in jobs if _label(j, JOBSET_NAME_LABEL) == name]
+            keys += [("Job", _name(j)) for j in out.get("Job", [])]
             keys += [("PersistentVolumeClaim", _name(p)) for p in out.get("PersistentVolumeClaim", [])]
             keys += [("Workload", _name(w)) for w in out.get("Workload", [])]
             out["Event"] = idx.candidates(name, keys, open_kinds=self._open_kinds(ns))
@@ -729,10 +761,11 @@ class FleetCollector:
         }
 
     # -- one TrainJob ----------------------------------------------------------------------------------
-    def collect(self, tj: dict[str, Any]) -> Collected:
-        """One TrainJob's collection, as `Collector.collect()` makes it, from the store (logs read now)."""
+    def collect(self, tj: dict[str, Any], pool: Executor | None = None) -> Collected:
+        """One TrainJob's collection, as `Collector.collect()` makes it, from the store (logs read now); its
+        requests on `pool` when given (one pool for the scan's TrainJobs), else on a pool of its own."""
         col = Collector(self.cluster, _ns(tj) or "default", _name(tj), self.head_bytes, self.tail_bytes,
-                        self.log_workers)  # fmt: skip
+                        self.log_workers, pool=pool)  # fmt: skip
         col.api = Listed(self.api, self.store, self._narrowed(tj), self.copies)  # type: ignore[assignment]
         col.logs = LogReader(self._log_api, self.head_bytes, self.tail_bytes)
         return col.collect()
@@ -753,6 +786,12 @@ class _Gated:
     def log(self, *args: Any, **kwargs: Any) -> bytes:
         with self._room:
             return self.api.log(*args, **kwargs)
+
+
+def _simple(label_selector: str) -> bool:
+    """One `key=value` requirement (what the collector asks for), which a list in memory can apply."""
+    key, eq, _value = label_selector.partition("=")
+    return bool(eq) and "," not in label_selector and "!" not in key
 
 
 def _same(o: Any) -> Any:
