@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ckpt_doctor import __version__
 from ckpt_doctor.engine.model import SEVERITIES, severity_rank
-from ckpt_doctor.fleet.scan import FleetResult, JobOutcome, JsonText
+from ckpt_doctor.fleet.scan import FleetResult, JobOutcome, JsonText, deeper
 from ckpt_doctor.fleet.summary import RESUME_STATES, JobSummary, Lost
 
 SEV_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
@@ -214,20 +214,26 @@ def _document(result: FleetResult) -> dict[str, Any]:
 
 def render_json(result: FleetResult) -> str:
     """`to_json` printed with indent 2; the diagnoses, printed already (in the worker processes, or as each was
-    diagnosed), are set in, one level deeper, as the whole document printed at once would print them."""
+    diagnosed, one level deeper: `JsonText`), are set in as the whole document printed at once would print them,
+    with one copy of their text."""
     doc = _document(result)
     parts = doc["diagnoses"]
     doc["diagnoses"] = []
     text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
     if not parts:
         return text
-    printed = [p if isinstance(p, JsonText) else json.dumps(p, indent=2, ensure_ascii=False, default=str)
-               for p in parts]  # fmt: skip
     # a top-level key, so its line starts with exactly two spaces; no string holds a raw newline
     empty = '\n  "diagnoses": [],\n'
     assert text.count(empty) == 1
-    inner = ",\n    ".join(p.replace("\n", "\n    ") for p in printed)
-    return text.replace(empty, '\n  "diagnoses": [\n    ' + inner + "\n  ],\n")
+    at = text.index(empty)
+    pieces = [text[:at], '\n  "diagnoses": [\n    ']
+    for i, p in enumerate(parts):
+        if i:
+            pieces.append(",\n    ")
+        pieces.append(p if isinstance(p, JsonText) else deeper(json.dumps(p, indent=2, ensure_ascii=False,
+                                                                          default=str)))  # fmt: skip
+    pieces += ["\n  ],\n", text[at + len(empty) :]]
+    return "".join(pieces)
 
 
 def render_sarif(result: FleetResult) -> str:

@@ -60,17 +60,24 @@ Part = Callable[["Diagnosis"], Any]
 
 
 class JsonText(str):
-    """A TrainJob's JSON document, already printed (indent 2, as `diagnose NS/NAME -o json` prints it)."""
+    """A TrainJob's JSON document, already printed as the fleet document holds it: as `diagnose NS/NAME -o json`
+    prints it (indent 2), one level deeper (its lines after the first indented by 4 more spaces)."""
+
+
+def deeper(printed: str) -> JsonText:
+    """A document printed with indent 2 (no string in it holds a raw newline) as an item of the fleet
+    document's `diagnoses`."""
+    return JsonText(printed.replace("\n", "\n    "))
 
 
 def part_for(fmt: str | None) -> Part | None:
     """What to keep of each diagnosis for output format `fmt` (None: only the row)."""
     if fmt == "json":  # exactly the document `diagnose NS/NAME -o json` prints, printed as the fleet document
-        import json  # prints it (a worker process hands back one string, not thousands of objects)
+        import json  # prints it, where it is diagnosed (a worker hands back one string, not thousands of objects)
 
         from ckpt_doctor.report.jsonout import document
 
-        return lambda d: JsonText(json.dumps(document(d), indent=2, ensure_ascii=False, default=str))
+        return lambda d: deeper(json.dumps(document(d), indent=2, ensure_ascii=False, default=str))
     if fmt == "sarif":
         from ckpt_doctor.report.sarif import build
 
