@@ -7,6 +7,7 @@ namespaces and in one namespace, where the coverage must still be per TrainJob w
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,3 +157,43 @@ def test_usage_errors() -> None:
     assert run_cli(["diagnose", "-A", "-n", "x"]).rc == 2
     assert run_cli(["diagnose", "--bundle", "examples/healthy-resume", "-A"]).rc == 2
     assert run_cli(["diagnose", "--bundle", "examples/healthy-resume", "--all", "--trainjob", "x"]).rc == 2
+
+
+def test_events_of_a_pod_not_named_after_its_jobset_and_of_pods_not_listable(
+    cluster: tuple[FakeKube, Path, list[tuple[str, str]]],
+) -> None:
+    """The scan keeps, of the events list, those about a listed pod whatever its name, and every pod event where
+    pods cannot be listed: each diagnosis stays the single job's."""
+    kube, kc, jobs = cluster
+    pod = copy.deepcopy(next(p for p in kube.objects("pods", SHARED_NS)
+                             if p["metadata"]["labels"].get("jobset.sigs.k8s.io/jobset-name") == "job-1"))  # fmt: skip
+    pod["metadata"]["name"] = "renamed-trainer-pod"
+    for key in ("uid", "resourceVersion", "creationTimestamp"):
+        pod["metadata"].pop(key, None)
+    kube.add(pod)
+    kube.add({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "renamed.1", "namespace": SHARED_NS},
+              "involvedObject": {"kind": "Pod", "name": "renamed-trainer-pod", "namespace": SHARED_NS},
+              "reason": "OOMKilling", "message": "Memory cgroup out of memory: Killed process 4242 (python)",
+              "type": "Warning", "lastTimestamp": "2026-11-30T09:41:00Z", "count": 1})  # fmt: skip
+    assert "renamed.1" in _events_held(kc, SHARED_NS)
+    got = by_target(scan(kc, "-A", "-o", "json").json())
+    for ns, name in jobs:
+        assert got[(ns, name)] == single(kc, ns, name), f"{ns}/{name}"
+    kube.fault(verb="list", resource="pods", namespace="", status=403)
+    kube.fault(verb="list", resource="pods", namespace="story-disk-full", status=403)
+    got = by_target(scan(kc, "-A", "-o", "json").json())
+    for ns, name in jobs:
+        assert got[(ns, name)] == single(kc, ns, name), f"{ns}/{name}"
+
+
+def _events_held(kc: Path, ns: str) -> set[str]:
+    """The names of the events a fleet scan of every namespace holds for `ns` once it has read its lists."""
+    from ckpt_doctor.sources.live import connect
+    from ckpt_doctor.sources.live.fleet import FleetCollector, FleetScope
+
+    fc = FleetCollector(connect(None, None, str(kc), 15.0), FleetScope())
+    fc.trainjobs()
+    fc.prefetch()
+    got = fc.store.lists["Event"][ns]
+    assert isinstance(got, list)
+    return {e["metadata"]["name"] for e in got}
