@@ -102,6 +102,44 @@ def test_steps_run_after_the_last_save_are_lost(dress: str, tmp_path: Path) -> N
     assert "event" in kinds and kinds.count("checkpoint") == 2, kinds
 
 
+def _shifted(run: dict[str, Any], dt: float, root: Path) -> dict[str, Any]:
+    """The same run `dt` seconds later: its attempts' times, its listings' times and every mtime in them."""
+    import yaml
+
+    from tests.recordings.bundles import epoch, load_run
+
+    def later(text: str) -> str:
+        t = datetime.fromtimestamp(epoch(text) + dt, tz=UTC)
+        return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+    d = root / run["id"]
+    shutil.copytree(run["_dir"], d)
+    doc = yaml.safe_load((d / "run.yaml").read_text())
+    for a in doc["attempts"]:
+        a["started"], a["ended"] = later(a["started"]), later(a["ended"])
+    (d / "run.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    for p in d.glob("attempt-*.listing"):
+        out = []
+        for ln in p.read_text().splitlines(keepends=True):
+            parts = ln.split(" ", 3)
+            if ln.startswith("# at: "):
+                ln = f"# at: {later(ln[6:].strip())}\n"
+            elif not ln.startswith("#") and len(parts) == 4:
+                ln = f"{parts[0]} {parts[1]} {float(parts[2]) + dt:.10f} {parts[3]}"
+            out.append(ln)
+        p.write_text("".join(out))
+    return load_run(d)
+
+
+@pytest.mark.parametrize("dt", [0.6, 400 * 86400.0, -3.3])
+def test_the_same_run_at_another_time_is_judged_alike(dt: float, tmp_path: Path) -> None:
+    """Times shifted (a fraction of a second moves the Killing event's truncated second): still lost."""
+    f = _finding(write_bundle(_shifted(BY_ID[GAP], dt, tmp_path / "runs"), "jobset-kept", tmp_path / "bundles"))
+    assert (f["status"], f.get("confidence")) == ("fail", "medium"), f
+    g = _finding(write_bundle(_shifted(BY_ID[FLUSHED], dt, tmp_path / "runs"), "jobset-kept", tmp_path / "b2"))
+    assert g["status"] == "pass", g
+
+
 def test_a_gap_shorter_than_one_step_period_says_nothing(tmp_path: Path) -> None:
     """The same run with its saves of step 10 and 20 far apart: a step may take longer than the gap."""
     b = _copy(bundle_id(BY_ID[GAP], "jobset-kept"), tmp_path)
