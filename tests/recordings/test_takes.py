@@ -28,6 +28,7 @@ BY_ID = {r["id"]: r for r in RUNS}
 TAKES = [r for r in RUNS if r.get("take")]
 RULE = "final-checkpoint-missing"
 MISSES = load()
+SAVE_MOVED = f"finding:{RULE}:not_evaluated-not-fail"
 
 
 @functools.cache
@@ -63,7 +64,11 @@ def test_a_restart_within_the_second_is_judged_as_the_recording(run: dict[str, A
     v = tight_restart(run, tmp_path / "runs")
     assert v is not None
     got, _ = judge(write_bundle(v, model, tmp_path / "bundles"))
-    assert tuple(got) == _original(bundle_id(run, model))
+    # the variant writes the checkpoint the next attempt resumed from 0.4 s before the exit: after SIGTERM, where a
+    # listing cannot tell it from a final save, so final-checkpoint-missing judged from the time between that save
+    # and SIGTERM (dcp-1rank-sigterm-no-handler) becomes unknown there; it never becomes wrong
+    assert tuple(x for x in got if x != SAVE_MOVED) == tuple(x for x in _original(bundle_id(run, model))
+                                                            if x != SAVE_MOVED)  # fmt: skip
 
 
 def _ended_then_killed(run: dict[str, Any]) -> bool:

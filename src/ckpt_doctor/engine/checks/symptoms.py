@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
 
 from ckpt_doctor.engine.checks import absence, check, condition_ev, event_ev, exit_code_ev, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
-from ckpt_doctor.facts.attempts import SIGKILL_EXIT, Attempt, History, Run
+from ckpt_doctor.facts.attempts import SIGKILL_EXIT, SIGTERM_EXIT, Attempt, History, Run
 from ckpt_doctor.facts.context import Facts
+from ckpt_doctor.facts.listing import epoch_text
 from ckpt_doctor.facts.overrides import compare
 from ckpt_doctor.scope import REPLICATED_JOB_LABEL, event_fields
+
+if TYPE_CHECKING:
+    from ckpt_doctor.facts.checkpoints import Judged
+    from ckpt_doctor.frameworks.completeness import Checkpoint
 
 WEBHOOK_DENIAL = re.compile(
     r'admission webhook "(?:validator\.trainjob\.trainer\.kubeflow\.org|'
@@ -323,6 +329,27 @@ def interrupted_runs(facts: Facts) -> list[Run]:
     return out
 
 
+def _sigterm_shown(h: History, r: Run) -> bool:
+    """Something positive shows SIGTERM reached the run before it ended: the kubelet's Killing event, a
+    DisruptionTarget, the trainer's or torchrun's own line (`Run.sigterm`), exit 143, an eviction or preemption
+    as the pod's reason, or a suspend/preemption the next attempt resumed after (`Attempt.how` "resumed").
+    Exit 137 alone is no such thing: a SIGKILL with no SIGTERM before it (a node lost, `kill -9`, an OOM kill)
+    gives no chance to save, and the events that would show a SIGTERM expire after an hour."""
+    if r.sigterm or r.exit_code == SIGTERM_EXIT or r.reason in ("Evicted", "Preempted"):
+        return True
+    nxt = h.next_attempt(r.attempt)
+    return nxt is not None and nxt.how == "resumed"
+
+
+def _no_sigterm_shown(r: Run) -> str:
+    code = f"exit {r.exit_code}" if r.exit_code is not None else "an exit code not shown"
+    return (
+        f"attempt {r.attempt} ({r.pod.name}) ended with {code} and nothing shows SIGTERM came first (no Killing "
+        "event, eviction, preemption, suspend, DisruptionTarget or signal line; events expire after an hour): a "
+        "SIGKILL alone (a node lost, kill -9, an OOM kill) leaves no chance for a final save"
+    )
+
+
 @check("final-checkpoint-missing")
 def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
     h = facts.history
@@ -334,9 +361,10 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
             return skip("an attempt may have been suspended before the first one seen: " + "; ".join(h.doubt))
         return ok(reason="no attempt in the snapshot ended by SIGTERM (suspend, preemption, eviction)")
     unknown: list[str] = []
+    flushed_by_listing: list[str] = []
     for r in runs:
         if r.log is None:
-            got = _no_final_save_listed(facts, r) if r.unread else None
+            got = _lost_after_last_save(facts, r) if r.unread else None
             if got is not None:
                 return fail(facts.subject(), got[1], got[0], "medium")
             if r.unread:
@@ -354,6 +382,10 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
         last = r.last_step()
         nxt = h.next_attempt(r.attempt)
         kind, step, nr, ev = h.attempt_start(nxt) if nxt is not None else ("unknown", None, None, None)
+        final = _final_save_listed(facts, r, last, ev.path if kind == "resumed" and ev is not None else None)
+        if final is not None:
+            flushed_by_listing.append(final)
+            continue
         if kind == "fresh":
             continue  # a fresh start is another symptom
         listed: tuple[int, str, list[dict[str, Any]]] | None = None
@@ -369,12 +401,22 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
             # hf-5.24-sigterm-no-handler-take2: PID 1 ignored SIGTERM, training finished at 40, saved, and was
             # killed on its way out): the next attempt resumed at or past every step it trained, nothing was lost
             continue
-        if kind == "resumed" and step is not None and last is not None and step >= last:
+        if not _sigterm_shown(h, r):
+            # nothing above shows nothing was lost, and a SIGKILL with no SIGTERM first is no missing final save
+            unknown.append(_no_sigterm_shown(r))
+            continue
+        if kind == "resumed" and step is not None and (last is None or step >= last):
             # a run stopped from outside may have trained past the last step it printed (issue 19: a lower bound;
-            # recordings dcp-1rank-sigterm-no-handler: `step 20/40` printed, step 25 reached, resumed from 20)
-            unknown.append(f"attempt {r.attempt} stopped without a final save at step {last} or later (the last step "
-                           f"it printed is a lower bound), and attempt {nxt.index if nxt else '?'} resumed from step "
-                           f"{step}: whether steps were lost is not shown")  # fmt: skip
+            # recordings dcp-1rank-sigterm-no-handler: `step 20/40` printed, step 25 reached, resumed from 20),
+            # and DeepSpeed prints no step at all: the listing's times may show steps ran after the last save
+            got = _lost_after_last_save(facts, r, step)
+            if got is not None:
+                return fail(facts.subject(), got[1], got[0], "medium")
+            seen = f"at step {last} or later (the last step it printed is a lower bound)" if last is not None else (
+                "(its log shows no step)")  # fmt: skip
+            unknown.append(f"attempt {r.attempt} stopped without a final save {seen}, and attempt "
+                           f"{nxt.index if nxt else '?'} resumed from step {step}: whether steps were lost is not "
+                           "shown")  # fmt: skip
             continue
         if kind != "resumed" or step is None or last is None or nr is None or ev is None:
             unknown.append(
@@ -402,7 +444,8 @@ def final_checkpoint_missing(facts: Facts, rule: Rule) -> Result:
         )
     if unknown:
         return skip("; ".join(sorted(set(unknown))[:3]))
-    return ok(reason="every interrupted attempt saved before it stopped, or nothing was lost")
+    why = "every interrupted attempt saved before it stopped, or nothing was lost"
+    return ok(reason=why + (": " + "; ".join(flushed_by_listing[:2]) if flushed_by_listing else ""))
 
 
 def _trained_to_end(r: Run, last: int) -> bool:
@@ -413,7 +456,8 @@ def _trained_to_end(r: Run, last: int) -> bool:
 
 
 def _sigterm_time(r: Run) -> float | None:
-    """When SIGTERM reached the run, from its evidence (the kubelet's Killing event, a DisruptionTarget)."""
+    """When SIGTERM reached the run, from its evidence (the kubelet's Killing event, a DisruptionTarget), to the
+    second: the signal came in [t, t + 1) (Kubernetes writes these times truncated to the second)."""
     from ckpt_doctor.facts.timeline import epoch
 
     times = []
@@ -426,11 +470,33 @@ def _sigterm_time(r: Run) -> float | None:
     return min(times, default=None)
 
 
-def _no_final_save_listed(facts: Facts, r: Run) -> tuple[str, list[dict[str, Any]]] | None:
-    """A stopped run whose log is gone, judged from the checkpoint listings: a listing taken after it ended
-    shows no complete checkpoint written after SIGTERM reached it, the newest one it wrote came some seconds
-    before, it was SIGKILLed at the end of its grace period, and the next attempt resumed from that checkpoint:
-    the steps trained in between were lost.
+# the least time between the newest save and SIGTERM that says training went on after the save: the kubelet's
+# clock (the event) and the volume's (the mtime) may disagree by a little
+MIN_LOST_GAP = 1.0
+
+
+def _step_period(saves: list[tuple[Checkpoint, Judged]], c: Checkpoint) -> tuple[float, Checkpoint] | None:
+    """Seconds per step from two consecutive saves of one run in `c`'s directory (the pair ending at `c` when
+    there is one): the interval holds a save too, so it over-estimates a step. (seconds, the earlier save)."""
+    home = c.path.rpartition("/")[0]
+    mine = sorted({x.step: (x, j) for x, j in saves if x.path.rpartition("/")[0] == home}.items())
+    pairs = [(a, b) for (_s, a), (_t, b) in pairwise(mine)]
+    pairs.sort(key=lambda p: p[1][0] is not c)  # the pair ending at `c` first
+    for (a, ja), (b, _jb) in pairs:
+        d = (b.mtime or 0.0) + ja.listing.precision - (a.mtime or 0.0)
+        if d > 0 and b.step and a.step is not None and b.step > a.step:
+            return d / (b.step - a.step), a
+    return None
+
+
+def _lost_after_last_save(facts: Facts, r: Run, step: int | None = None) -> tuple[str, list[dict[str, Any]]] | None:
+    """A run stopped by SIGTERM that the checkpoint listings show trained on after its newest save: a listing
+    taken after it ended shows no complete checkpoint written after SIGTERM reached it, the newest one it wrote
+    came at least MIN_LOST_GAP seconds and one step period (from two of its saves) before the signal, and the
+    next attempt resumed from that checkpoint (`step`, or its log when None): the steps trained in between were
+    lost. SIGTERM's time is the event's second (a lower bound), so the gap is one too.
+    With its log gone, only a run SIGKILLed at the end of its grace period is judged: one that exited on its own
+    may have saved, and its log is what would say so.
     (detail, evidence) or None when the listings do not show it."""
     from ckpt_doctor.facts.timeline import epoch
 
@@ -438,9 +504,7 @@ def _no_final_save_listed(facts: Facts, r: Run) -> tuple[str, list[dict[str, Any
     t_sig, t0, end = _sigterm_time(r), epoch(r.started), epoch(r.finished)
     if not vol.seen or t_sig is None or t0 is None or end is None:
         return None
-    if r.exit_code != SIGKILL_EXIT:
-        # only a run SIGKILLed at the end of its grace period shows it never finished a save after SIGTERM; one
-        # that exited on its own may have saved, and the event's time alone does not place that save
+    if r.log is None and r.exit_code != SIGKILL_EXIT:
         return None
     if not any(j.at is not None and j.at >= end for j in vol.judged):
         return None  # no listing taken after the run ended: a final save may have come later
@@ -455,17 +519,63 @@ def _no_final_save_listed(facts: Facts, r: Run) -> tuple[str, list[dict[str, Any
     nxt = h.next_attempt(r.attempt)
     if nxt is None:
         return None
-    kind, step, nr, ev = h.attempt_start(nxt)
-    gap = t_sig - c.mtime  # type: ignore[operator]
-    if kind != "resumed" or step is None or nr is None or ev is None or step != c.step or gap < 1.0:
+    kind, resumed, nr, ev = h.attempt_start(nxt)
+    resumed = step if step is not None else resumed
+    gap = t_sig - c.mtime - j.listing.precision  # type: ignore[operator]
+    per = _step_period(saves, c)
+    if kind != "resumed" or resumed is None or nr is None or ev is None or resumed != c.step or per is None:
+        return None
+    period, prev = per
+    if gap < max(MIN_LOST_GAP, period):
         return None
     listed = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing", "line")}
+    earlier = {k: v for k, v in j.evidence(prev).items() if k in ("type", "path", "mtime", "listing", "line")}
+    gone = "; its log is gone" if r.log is None else ""
     detail = (
-        f"attempt {r.attempt} ({r.pod.name}) was sent SIGTERM {gap:.0f} s after its newest checkpoint (step "
-        f"{c.step}) and wrote none after it (the listing; its log is gone); attempt {nr.attempt} resumed from step "
-        f"{step}, so what it trained in those seconds was lost"
+        f"attempt {r.attempt} ({r.pod.name}) was sent SIGTERM {gap:.1f} s or more after its newest checkpoint "
+        f"(step {c.step}, written at {epoch_text(c.mtime)}) and wrote none after it (the listing{gone}); its saves "
+        f"of steps {prev.step} and {c.step} put a step at {period:.2f} s or less, so about {int(gap // period)} "
+        f"more step(s) ran (an estimate); attempt {nr.attempt} resumed from step {resumed}, and they were lost"
     )
-    return detail, [*r.sigterm[:1], listed, _log_ev(nr, ev)]
+    return detail, [*r.sigterm[:2], earlier, listed, _log_ev(nr, ev)]
+
+
+def _final_save_listed(facts: Facts, r: Run, last: int | None, resume_path: str | None) -> str | None:
+    """A final save whose end the log does not show, shown by a listing: the log announces a save after SIGTERM
+    (at its last step or later) and prints no completion, and a listing shows that checkpoint complete, written
+    after SIGTERM reached the run (after the second its evidence names) and before the run ended and the next
+    attempt began: the announced step, or, for a name that holds no step (Lightning's last.ckpt), the checkpoint
+    the next attempt resumed from (recording lightning-2.6-slow-save-grace: `[checkpoint] SIGTERM: saving at step
+    25`, no completion line, last.ckpt written 2 s later, before the SIGKILL). A listing alone cannot tell a final
+    save from a periodic one the trainer went on after (a PID 1 that ignores SIGTERM: hf-5.24-sigterm-no-handler),
+    so an unannounced save never counts. A sentence saying so, or None."""
+    from ckpt_doctor.facts.timeline import epoch
+
+    vol = facts.volume
+    t_sig, end = _sigterm_time(r), epoch(r.finished)
+    sig = r.log.last("sigterm") if r.log is not None else None
+    if not vol.seen or t_sig is None or end is None or r.log is None or sig is None:
+        return None
+    announced = {e.step for e in r.log.of("save_started") if e.offset >= sig.offset and e.window == sig.window
+                 and (e.step is None or last is None or e.step >= last)}  # fmt: skip
+    if not announced:
+        return None
+    nxt = facts.history.next_attempt(r.attempt)
+    t_next = epoch(nxt.started) if nxt is not None else None
+    hi = min(end, t_next) if t_next is not None else end + 1.0
+    for j in vol.judged:
+        for d in j.dirs:
+            for c in d.checkpoints:
+                m = c.mtime
+                if not c.complete or m is None or not (t_sig + 1.0 <= m and m + j.listing.precision < hi):
+                    continue
+                named = c.step is not None and c.step in announced
+                resumed = c.step is None and resume_path is not None and (
+                    resume_path == c.path or resume_path.endswith("/" + c.name))  # fmt: skip
+                if named or resumed:
+                    return (f"attempt {r.attempt} ({r.pod.name}) announced a save after SIGTERM and wrote {c.name} "
+                            f"then (complete, written at {epoch_text(m)}; {j.label()})")  # fmt: skip
+    return None
 
 
 def _failed_condition(facts: Facts) -> tuple[str, dict[str, Any]] | None:

@@ -130,10 +130,13 @@ class LossWatch:
 
 
 def split_target(target: str, namespace_flag: str | None, default_ns: str) -> tuple[str, str]:
-    """`[NS/]NAME` plus -n into (namespace, name)."""
-    ns, sep, name = target.strip().rpartition("/")
-    if not name or (sep and not ns) or "/" in ns:
-        raise UsageError(f"TrainJob {target!r}: expected NAME or NAMESPACE/NAME")
+    """`[NS/]NAME` plus -n into (namespace, name); a target Kubernetes could not hold is a usage error."""
+    from ckpt_doctor.k8snames import namespace_problem, target_problem
+
+    bad = target_problem(target) or (namespace_problem(namespace_flag) if namespace_flag else None)
+    if bad:
+        raise UsageError(bad)
+    ns, _sep, name = target.strip().rpartition("/")
     if ns and namespace_flag and ns != namespace_flag:
         raise UsageError(f"TrainJob {target!r} names namespace {ns!r} but -n says {namespace_flag!r}")
     return (ns or namespace_flag or default_ns), name
@@ -697,13 +700,20 @@ def list_trainjobs(
     kubeconfig: str | None = None,
     timeout: float = 15.0,
     searched: list[str] | None = None,
+    server: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The TrainJobs of a namespace (-n, else the context's), as raw objects, newest first (for pickers);
-    `searched` gets the namespace that was listed (so that an empty list can say where it looked)."""
+    `searched` gets the namespace that was listed (so that an empty list can say where it looked), `server` the
+    API server's version (`ckpt-doctor sandbox` marks its own: ckpt_doctor.simulation), '' when it is not told."""
     cluster = connect(namespace, context, kubeconfig, timeout)
     if searched is not None:
         searched.append(cluster.namespace)
     col = Collector(cluster, cluster.namespace, "")
+    if server is not None:
+        try:
+            server.append(col.api.version())
+        except Exception:  # the version is a label, never a reason to fail the listing
+            server.append("")
     try:
         items, _ = col.api.list(TRAINJOB, cluster.namespace)
     except CallError as e:
