@@ -344,7 +344,7 @@ class FleetCollector:
         self._namespaces: list[str] = []
         self._lock = threading.Lock()
         self._indices: dict[str, _EventIndex | None] = {}
-        # kind -> namespace -> (the list indexed, its objects by their JobSet's name)
+        # (kind, namespace) -> (the list indexed, its objects by their JobSet's name)
         self._jobset_index: dict[tuple[str, str], tuple[Any, dict[str, list[dict[str, Any]]]]] = {}
 
     # -- round 0: the TrainJobs -----------------------------------------------------------------------
