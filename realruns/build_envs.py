@@ -5,6 +5,7 @@ constraints.txt, so that nothing resolves the CUDA build. Figures go to recordin
 
     python realruns/build_envs.py [NAME...]      # default: every env; an env already built is kept
     python realruns/build_envs.py --force NAME   # rebuild it
+    python realruns/build_envs.py --torch-builds # compare the CPU-only torch with the default (CUDA) one
 """
 
 from __future__ import annotations
@@ -107,6 +108,40 @@ def build(name: str, force: bool) -> dict:
     return out
 
 
+TORCH_DEFAULT = "torch"  # what a plain `pip install torch` resolves: the CUDA build with its nvidia-* wheels
+TORCH_STAMP = VENVS / "torch-builds.json"
+
+
+def torch_builds() -> dict:
+    """Install the harness's CPU-only torch and the default one each into a throwaway venv (no other package) and
+    measure the install time, the venv's disk beyond an empty venv, and what the default pulls in."""
+    import tempfile
+
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="torch-builds-", dir=VENVS) as tmp:
+        base = Path(tmp) / "empty"
+        subprocess.run([PYTHON, "-m", "venv", str(base)], check=True)
+        empty = du(base)
+        for label, req, constrained in (("cpu", TORCH, True), ("default", TORCH_DEFAULT, False)):
+            venv = Path(tmp) / label
+            subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True)
+            cmd = ["nice", "-n", "10", str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+            cmd += ["-c", str(CONSTRAINTS)] if constrained else []
+            t0 = time.monotonic()
+            print("+", " ".join([*cmd, req]), flush=True)
+            subprocess.run([*cmd, req], check=True)
+            seconds = time.monotonic() - t0
+            frozen = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "freeze"], capture_output=True,
+                                    text=True, check=True).stdout.split()  # fmt: skip
+            out[label] = {"requirement": req, "install_seconds": round(seconds, 1), "disk_bytes": du(venv) - empty,
+                          "torch": next((f for f in frozen if f.startswith("torch==")), ""),
+                          "packages": len(frozen), "nvidia_packages": sum(f.startswith("nvidia") for f in frozen)}
+            shutil.rmtree(venv)
+    out["ratio"] = round(out["default"]["disk_bytes"] / out["cpu"]["disk_bytes"], 2)
+    TORCH_STAMP.write_text(json.dumps(out, indent=1))
+    return out
+
+
 def write_envs_yaml() -> None:
     """recordings/envs.yaml: the install figures docs/frameworks.md shows (only the venvs built here)."""
     lines = ["# Written by realruns/build_envs.py: install time and disk of each realruns venv (CPU-only torch).",
@@ -121,14 +156,23 @@ def write_envs_yaml() -> None:
         for k in ("install_seconds", "disk_bytes", "torch_bytes", "deepspeed_jit_seconds"):
             if k in d:
                 lines.append(f"    {k}: {d[k]}")
+    if TORCH_STAMP.exists():
+        t = json.loads(TORCH_STAMP.read_text())
+        lines.append("torch_builds:  # torch alone in a throwaway venv: disk beyond an empty venv")
+        for label in ("cpu", "default"):
+            d = t[label]
+            lines.append(f"  {label}:")
+            for k in ("requirement", "torch", "install_seconds", "disk_bytes", "packages", "nvidia_packages"):
+                lines.append(f"    {k}: {json.dumps(d[k])}")
+        lines.append(f"  ratio: {t['ratio']}")
     lines += ["notes:", *(f"  - {json.dumps(n)}" for n in NOTES)]
     ENVS_YAML.write_text("\n".join(lines) + "\n")
 
 
 NOTES = [
     "torch 2.13.0+cpu from the local CPU wheel, pinned by realruns/constraints.txt in every install, so no package "
-    "can resolve the CUDA build; the CUDA default (torch from PyPI with its nvidia-* wheels) was not installed "
-    "here to compare, so the 'about six times smaller' of issue 19 is not measured by this harness",
+    "can resolve the CUDA build; torch_builds compares it with what a plain `pip install torch` resolves here "
+    "(the CUDA build with its nvidia-* wheels; the package index holds 2.14.1 for it, the CPU wheel is 2.13.0)",
     "install times are wall clock on two cores shared with other work (load average 6-11), under nice -n 10",
     "DeepSpeed 0.19 installs from its sdist (--no-build-isolation, after torch) and JIT-compiles its CPU "
     "shared-memory comm op (g++ and ninja) in init_distributed: build_envs.py builds it once (deepspeed_jit_seconds, "
@@ -143,8 +187,15 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--torch-builds", action="store_true", help="measure the CPU-only torch against the default")
     ns = ap.parse_args()
     VENVS.mkdir(exist_ok=True)
+    if ns.torch_builds:
+        t = torch_builds()
+        print(f"torch cpu {t['cpu']['disk_bytes'] / 1e6:.0f} MB, default {t['default']['disk_bytes'] / 1e6:.0f} MB: "
+              f"{t['ratio']}x", flush=True)
+        write_envs_yaml()
+        return 0
     failed = []
     for name in ns.names or list(ENVS):
         try:

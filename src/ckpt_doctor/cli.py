@@ -33,7 +33,7 @@ VERBS = (
 def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     """The flags kubectl users expect, for every verb that may talk to a cluster."""
     g = p.add_argument_group("cluster (like kubectl)")
-    g.add_argument("-n", "--namespace", help="namespace of the TrainJob (default: the context's)")
+    g.add_argument("-n", "--namespace", type=namespace_arg, help="namespace of the TrainJob (default: the context's)")
     g.add_argument("--context", help="kubeconfig context to use")
     g.add_argument("--kubeconfig", help="path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     g.add_argument(
@@ -46,6 +46,27 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
 
 
 LOG_WINDOW = 128 * 1024  # = facts.logs.HEAD_BYTES / TAIL_BYTES (not imported: keep `--help` fast)
+
+
+def namespace_arg(text: str) -> str:
+    """argparse type of -n: a name Kubernetes accepts for a namespace (one it refuses cannot exist)."""
+    from ckpt_doctor.k8snames import namespace_problem
+
+    bad = namespace_problem(text)
+    if bad:
+        raise argparse.ArgumentTypeError(bad)
+    return text
+
+
+def trainjob_target(text: str) -> str:
+    """argparse type of a `[NAMESPACE/]TRAINJOB` target: a typo in a name is a usage error before any cluster is
+    asked (a name Kubernetes refuses cannot exist)."""
+    from ckpt_doctor.k8snames import target_problem
+
+    bad = target_problem(text)
+    if bad:
+        raise argparse.ArgumentTypeError(bad)
+    return text
 
 
 def positive_int(text: str) -> int:

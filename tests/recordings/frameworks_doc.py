@@ -150,6 +150,21 @@ def envs_section() -> list[str]:
         torch = f"{e['torch_bytes'] / 1e6:.0f} MB" if e.get("torch_bytes") else "—"
         size = f"{e['disk_bytes'] / 1e6:.0f} MB"
         out.append(f"| {name} | {e.get('frameworks', '')} | {e['install_seconds']:.0f} s | {size} | {torch} |")
+    tb = envs.get("torch_builds")
+    if tb:
+        cpu, dflt = tb["cpu"], tb["default"]
+        out += [
+            "",
+            "Torch alone, each in a throwaway venv (`python realruns/build_envs.py --torch-builds`; disk beyond an "
+            "empty venv):",
+            "",
+            "| install | resolves | packages | of which nvidia-* | install time | disk |",
+            "|---|---|---|---|---|---|",
+        ]
+        for label, d in (("the harness's CPU-only wheel", cpu), ("plain `pip install torch`", dflt)):
+            out.append(f"| {label} | {d['torch']} | {d['packages']} | {d['nvidia_packages']} | "
+                       f"{d['install_seconds']:.0f} s | {d['disk_bytes'] / 1e6:.0f} MB |")  # fmt: skip
+        out += ["", f"The default (CUDA) install takes {tb['ratio']:.1f}× the disk of the CPU-only one."]
     if envs.get("notes"):
         out.append("")
         out += [f"- {n[0].upper()}{n[1:]}." for n in envs["notes"]]

@@ -33,6 +33,9 @@ def test_diagnose_one_trainjob_finds_what_its_scenario_breaks(sandbox: Sandbox) 
         assert got.rc == (1 if spec.rules else 0), (spec.name, got.err)
         if spec.verdict == "passed":
             assert failing == set(), failing
+        assert doc["cluster"]["simulated"] is True  # every output format says it: JSON for the programs reading it
+    md = run_cli(["diagnose", f"{sandbox.namespace}/checkpoint-on-emptydir", "-o", "markdown", *kc(sandbox)])
+    assert WORDS in md.out.split("\n## ")[0], md.out[:400]
     text = run_cli(["diagnose", f"{sandbox.namespace}/checkpoint-on-emptydir", *kc(sandbox)])
     assert WORDS in text.out.splitlines()[0] and "ckpt-dir-not-persistent" in text.out
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ckpt_doctor.cli import add_cluster_flags, add_inspect_flags, add_log_flags, inspect_options
+from ckpt_doctor.cli import add_cluster_flags, add_inspect_flags, add_log_flags, inspect_options, trainjob_target
 from ckpt_doctor.errors import InputError
 
 NO_REDACT_WARNING = (
@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "storage classes, nodes, Kueue Workload, container logs current and previous) and write it as a bundle "
         "that `ckpt-doctor diagnose --bundle` reads. Credentials are redacted unless --no-redact.",
     )
-    p.add_argument("target", metavar="[NAMESPACE/]TRAINJOB", help="the TrainJob on the live cluster")
+    p.add_argument(
+        "target", type=trainjob_target, metavar="[NAMESPACE/]TRAINJOB", help="the TrainJob on the live cluster"
+    )
     p.add_argument(
         "-o",
         "--output",

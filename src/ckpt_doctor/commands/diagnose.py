@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_inspect_flags, add_log_flags, positive_int
+from ckpt_doctor.cli import (
+    add_cluster_flags,
+    add_diagnosis_flags,
+    add_inspect_flags,
+    add_log_flags,
+    positive_int,
+    trainjob_target,
+)
 from ckpt_doctor.commands.common import add_output_flags, emit, live_diagnosis, say_lost
 from ckpt_doctor.errors import UsageError
 
@@ -18,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Without a TrainJob name, -A/--all-namespaces, -n NAMESPACE or -l SELECTOR (or --bundle B --all) diagnose "
         "every TrainJob they select and print them ranked by their worst finding and the steps they lost.",
     )
-    p.add_argument("target", nargs="?", metavar="[NAMESPACE/]TRAINJOB", help="a TrainJob on the live cluster")
+    p.add_argument(
+        "target", type=trainjob_target, nargs="?", metavar="[NAMESPACE/]TRAINJOB", help="a TrainJob on the live cluster"
+    )
     p.add_argument("--bundle", type=Path, help="an evidence bundle (directory or .tar.gz) instead of a cluster")
     p.add_argument("--trainjob", metavar="[NAMESPACE/]NAME", help="which TrainJob of a bundle with several")
     fleet = p.add_argument_group("many TrainJobs (no TRAINJOB named): a ranked table, or one document")

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ckpt_doctor.cli import add_cluster_flags, trainer_version_arg
+from ckpt_doctor.cli import add_cluster_flags, trainer_version_arg, trainjob_target
 from ckpt_doctor.errors import InputError, InternalError, UsageError
 
 
@@ -33,7 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "step failed, 2 usage, 3 error (a step could not run, a required step did not run, the cluster or an input "
         "failed), 130/143 stopped by Ctrl-C/SIGTERM.",
     )
-    p.add_argument("target", nargs="?", metavar="[NAMESPACE/]TRAINJOB", help="a running TrainJob to attach to")
+    p.add_argument(
+        "target",
+        type=trainjob_target,
+        nargs="?",
+        metavar="[NAMESPACE/]TRAINJOB",
+        help="a running TrainJob to attach to",
+    )
     p.add_argument(
         "--submit",
         nargs="+",
@@ -160,8 +166,9 @@ def run(args: argparse.Namespace) -> int:
             drill.interrupts = interrupts
             result = drill.run()  # never raises but for a second signal during cleanup (held, then abandoned)
     finally:  # the reports on every way out, a second Ctrl-C included
-        write_reports(drill.result, args.junit, args.report, sys.stdout if args.output == "json" else None,
-                      force=args.force)
+        write_reports(
+            drill.result, args.junit, args.report, sys.stdout if args.output == "json" else None, force=args.force
+        )
     if drill.internal is not None:
         raise InternalError(f"{result.verdict_reason} (the reports say what ran)")
     if drill.error is not None and result.verdict == "error" and result.verdict_step is None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_log_flags
+from ckpt_doctor.cli import add_cluster_flags, add_diagnosis_flags, add_log_flags, trainjob_target
 from ckpt_doctor.errors import UsageError
 
 
@@ -19,7 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "evidence, the fixes as patches, what could not be checked, and the kubectl commands that show the "
         "evidence again. Redacted like a bundle. Exit 0 when written (whatever it found), 2 usage, 3 input.",
     )
-    p.add_argument("target", nargs="?", metavar="[NAMESPACE/]TRAINJOB", help="a TrainJob on the live cluster")
+    p.add_argument(
+        "target", type=trainjob_target, nargs="?", metavar="[NAMESPACE/]TRAINJOB", help="a TrainJob on the live cluster"
+    )
     p.add_argument("--bundle", type=Path, help="an evidence bundle (directory or .tar.gz) instead of a cluster")
     p.add_argument("--trainjob", metavar="[NAMESPACE/]NAME", help="which TrainJob of a bundle with several")
     p.add_argument(

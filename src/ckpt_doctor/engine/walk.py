@@ -14,6 +14,7 @@ from ckpt_doctor.engine.checks import load_checks
 from ckpt_doctor.engine.model import CONFIDENCE, Finding, Result, Rule, severity_rank, skip
 from ckpt_doctor.errors import InternalError
 from ckpt_doctor.facts.context import NEEDS_CLUSTER, Facts
+from ckpt_doctor.simulation import simulated_meta
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -69,6 +70,7 @@ class Diagnosis:
             "target": f.scope.target() if f.mode == "diagnose" else None,
             "trainerVersion": f.version.version if told else None,
             "trainerVersionSource": f.version.source if told else None,
+            "cluster": self._cluster(),
             "findings": [x.to_json() for x in self.findings],
             "notCollected": [g.to_json() for g in f.scope.snap.not_collected],
             "summary": self.summary(),
@@ -79,6 +81,15 @@ class Diagnosis:
             "latent": [x.rule.id for x in self.latent],
             "notes": list(f.scope.snap.notes),
         }
+
+
+    def _cluster(self) -> dict[str, Any]:
+        """What the snapshot was collected from, in the drill document's shape: the API server's version and
+        whether it is `ckpt-doctor sandbox` (a simulation, said by every output format)."""
+        meta = self.facts.scope.snap.meta or {}
+        cluster = meta.get("cluster") if isinstance(meta.get("cluster"), dict) else {}
+        version = cluster.get("serverVersion")
+        return {"serverVersion": str(version) if version else None, "simulated": simulated_meta(meta)}
 
 
 def strength(f: Finding) -> tuple[int, int, int]:

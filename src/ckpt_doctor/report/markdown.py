@@ -6,6 +6,7 @@ from ckpt_doctor.engine.model import Finding
 from ckpt_doctor.engine.walk import Diagnosis
 from ckpt_doctor.report.evidence import describe
 from ckpt_doctor.report.mdtext import cell, code, text
+from ckpt_doctor.simulation import WORDS, simulated_meta
 
 
 def _finding(f: Finding, level: str = "###") -> list[str]:
@@ -40,9 +41,11 @@ def render(diag: Diagnosis) -> str:
         version = f"Trainer {' or '.join(f.version.candidates)} ({f.version.why}). "
     else:
         version = f"Trainer {f.version.version} ({f.version.why}). "
+    sim = [f"**{WORDS}**: collected from `ckpt-doctor sandbox`, not from a real cluster.", ""]
     lines = [
         f"# ckpt-doctor: {title}",
         "",
+        *(sim if simulated_meta(f.scope.snap.meta) else []),
         f"{version}{s['fail']} failed, {s['pass']} passed, {s['notEvaluated']} not evaluated.",
         "",
     ]

@@ -129,10 +129,13 @@ class LossWatch:
 
 
 def split_target(target: str, namespace_flag: str | None, default_ns: str) -> tuple[str, str]:
-    """`[NS/]NAME` plus -n into (namespace, name)."""
-    ns, sep, name = target.strip().rpartition("/")
-    if not name or (sep and not ns) or "/" in ns:
-        raise UsageError(f"TrainJob {target!r}: expected NAME or NAMESPACE/NAME")
+    """`[NS/]NAME` plus -n into (namespace, name); a target Kubernetes could not hold is a usage error."""
+    from ckpt_doctor.k8snames import namespace_problem, target_problem
+
+    bad = target_problem(target) or (namespace_problem(namespace_flag) if namespace_flag else None)
+    if bad:
+        raise UsageError(bad)
+    ns, _sep, name = target.strip().rpartition("/")
     if ns and namespace_flag and ns != namespace_flag:
         raise UsageError(f"TrainJob {target!r} names namespace {ns!r} but -n says {namespace_flag!r}")
     return (ns or namespace_flag or default_ns), name
