@@ -77,6 +77,9 @@ def choose_version(mset: ManifestSet, flag: str | None = None) -> TrainerVersion
         if v is None:
             raise ValueError(f"unknown Trainer version {flag!r}; known: {', '.join(KNOWN)}")
         return TrainerVersion(v, "flag", f"--trainer-version {flag}")
+    told = (mset.snapshot.meta.get("cluster") or {}).get("trainerVersion")
+    if told and normalise(str(told)):  # a bundle's bundle.yaml among the files: what its cluster ran
+        return TrainerVersion(normalise(str(told)) or NEWEST, "bundle", f"bundle.yaml says {told}")
     seen: list[tuple[TrainerVersion, Obj]] = []
     for tj in trainjobs(mset.snapshot):
         v = trainer_version(Scope(snap=mset.snapshot, trainjob=tj))

@@ -52,29 +52,43 @@ def names_step(raw: bytes, step: int) -> bool:
     )
 
 
-def listing_entries(text: str) -> list[tuple[float, str]]:
-    """(mtime, path) of each entry of a recorded listing (contracts.md §2: `%y %s %T@ %p`)."""
+def listing_entries(text: str) -> list[tuple[float, str, str]]:
+    """(mtime, path, type) of each entry of a recorded listing (contracts.md §2: `%y %s %T@ %p`; type `d` for a
+    directory, `f` for a file)."""
     out = []
     for ln in text.splitlines():
         parts = ln.split(" ", 3)
         if ln.startswith("#") or len(parts) < 4:
             continue
         try:
-            out.append((float(parts[2]), parts[3]))
+            out.append((float(parts[2]), parts[3], parts[0]))
         except ValueError:
             continue
     return out
 
 
-def save_shown(step: int, t: dict[str, Any], raw: bytes | None, listings: list[list[tuple[float, str]]]) -> bool:
+def save_shown(step: int, t: dict[str, Any], raw: bytes | None, listings: list[list[tuple[float, str, str]]]) -> bool:
     """Whether a save of `step` by attempt `t` is shown: its log names a save with that number on one line, or a
-    listing in the bundle holds a path whose own name carries the step, written while the attempt ran."""
+    listing in the bundle holds an entry whose own name carries the step, written while the attempt ran: a file
+    by its own mtime, a directory by the files under it (its own mtime says only when an entry was made in it, the
+    start of a write: with its files written again later, the listing does not show that write ever finished)."""
     if raw is not None and re.search(rb"(?i)sav\w*[^\n\r]{0,80}?(?<!\d)0*%d(?!\d)" % step, raw):
         return True
     t0, t1 = epoch(t["started"]), epoch(t["ended"]) + 1.0
     # `20`, `checkpoint-20`, `global_step20`, `step=20.ckpt`, `step_0020.pt` (not a hash's digits)
     tok = re.compile(rf"(?i)(?:.*(?:[-_=]|step|iter|checkpoint|ckpt))?0*{step}(?:\.\w+)?")
-    return any(t0 <= m <= t1 and tok.fullmatch(p.rpartition("/")[2]) for lst in listings for m, p in lst)
+    for lst in listings:
+        for m, p, kind in lst:
+            if not tok.fullmatch(p.rpartition("/")[2]):
+                continue
+            if kind == "d":
+                files = [fm for fm, fp, fk in lst if fk != "d" and fp.startswith(p.rstrip("/") + "/")]
+                if not files:
+                    continue
+                m = max(files)
+            if t0 <= m <= t1:
+                return True
+    return False
 
 
 def logs_in_bundle(model: str, n: int) -> set[int]:
@@ -140,7 +154,7 @@ def judge_attempt(
     earlier: set[int],
     empty: bool = False,
     raw: bytes | None = None,
-    listings: list[list[tuple[float, str]]] | None = None,
+    listings: list[list[tuple[float, str, str]]] | None = None,
 ) -> set[str]:
     out: set[str] = set()
     steps = t["steps"]

@@ -48,14 +48,33 @@ def test_a_log_that_prints_its_saves_shows_each(run: dict, att: dict) -> None:
     assert all(save_shown(s, att, raw, []) for s in att["saves_complete"])
 
 
+def _entry(t: float, name: str, files_at: float | None = None) -> list[tuple[float, str, str]]:
+    """A listing entry: a file by its name's suffix, else a directory with one file in it (written at `files_at`)."""
+    path = f"/c/run/{name}"
+    if "." in name:
+        return [(t, path, "f")]
+    return [(t, path, "d"), (t if files_at is None else files_at, f"{path}/model.pt", "f")]
+
+
 def test_a_listing_shows_a_save_by_its_own_name_while_the_attempt_ran() -> None:
     att = {"started": "2026-12-02T00:00:00Z", "ended": "2026-12-02T00:01:00Z"}
     t = epoch(att["started"]) + 10
     for name in ("20", "checkpoint-20", "global_step20", "step=20.ckpt", "step_0020.pt", "epoch=0-step=20.ckpt"):
-        assert save_shown(20, att, None, [[(t, f"/c/run/{name}")]]), name
-    assert not save_shown(20, att, None, [[(t + 3600, "/c/run/checkpoint-20")]])  # written by a later attempt
+        assert save_shown(20, att, None, [_entry(t, name)]), name
+    assert not save_shown(20, att, None, [_entry(t + 3600, "checkpoint-20")])  # written by a later attempt
     for name in ("f20", "ocdbt.process_20x", "checkpoint-200", "last.ckpt"):
-        assert not save_shown(20, att, None, [[(t, f"/c/run/{name}")]]), name
+        assert not save_shown(20, att, None, [_entry(t, name)]), name
+
+
+def test_a_directory_shows_a_save_by_the_files_under_it() -> None:
+    """A directory's own mtime says when an entry was made in it (a write began); its files say when the write
+    was last done: DeepSpeed rewrites `global_step10/*` in place, leaving the directory's time from the attempt
+    before (recording deepspeed-0.19-fresh-start), so that listing shows no save of the earlier attempt."""
+    att = {"started": "2026-12-02T00:00:00Z", "ended": "2026-12-02T00:01:00Z"}
+    t = epoch(att["started"]) + 10
+    assert not save_shown(20, att, None, [_entry(t, "global_step20", files_at=t + 3600)])  # rewritten later
+    assert save_shown(20, att, None, [_entry(t - 3600, "global_step20", files_at=t)])  # made before, written now
+    assert not save_shown(20, att, None, [[(t, "/c/run/global_step20", "d")]])  # nothing in it
 
 
 # -- the verdict's truth (realruns/record.py `verdict`) and its `not_fail` list ----------------------------------

@@ -90,3 +90,17 @@ def test_watch_serves_the_scenarios_verdicts(sandbox: Sandbox, tmp_path: Path) -
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+
+
+async def test_the_app_picker_says_it_before_a_trainjob_is_chosen(sandbox: Sandbox) -> None:
+    from ckpt_doctor.tui.app import DoctorApp
+    from ckpt_doctor.tui.screens.picker import PickerScreen
+    from ckpt_doctor.tui.target import Target
+    from tests.tui.conftest import screen_text, settle_until
+
+    app = DoctorApp(Target(namespace=sandbox.namespace, kubeconfig=str(sandbox.kubeconfig), timeout=5.0))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle_until(pilot, lambda: bool(app.rows) and isinstance(app.screen, PickerScreen))
+        assert app.view is None  # nothing chosen yet: the listing alone tells
+        assert WORDS in app.sub_title, app.sub_title
+        assert WORDS in screen_text(app)

@@ -183,3 +183,11 @@ def test_live_diagnosis_takes_the_extra_signatures(fake_kube: tuple[FakeKube, Pa
     extra = LiveLoader(Target(**{**base.__dict__, "signatures": (sigs,)})).load(f"{NS}/{NAME}")
     assert "team-saved" not in {s.id for s in plain.signatures}
     assert "team-saved" in {s.id for s in extra.signatures}
+
+
+async def test_a_real_looking_cluster_is_not_called_a_simulation(fake_kube: tuple[FakeKube, Path]) -> None:
+    _, kubeconfig = fake_kube
+    app = live_app(kubeconfig, target=None)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle_until(pilot, lambda: app.rows is not None)
+        assert "simulated" not in app.sub_title and "simulated" not in screen_text(app)

@@ -129,29 +129,40 @@ class Volume:
                         seen.setdefault((c.path, c.mtime), (c, j))
         return list(seen.values())
 
-    def trained_again(
-        self, t0: float | None, t1: float | None, first: bool = False
-    ) -> tuple[tuple[Checkpoint, Judged], tuple[Checkpoint, Judged] | None] | None:
+    def trained_again(self, t0: float | None, t1: float | None, first: bool = False) -> TrainedAgain | None:
         """A fresh start the listings prove: a checkpoint written inside [t0, t1] (the attempt's run) at a step no
         higher than the lowest one its directory already held before t0. A resume loads one of those and saves
         only above it, so the attempt trained from below every checkpoint it could load: from step 0 (HF
         overwriting `checkpoint-10`, Lightning writing `step=10-v1.ckpt` beside `step=10.ckpt`, DeepSpeed
         rewriting `global_step10`). The job's `first` attempt, whose directory held no checkpoint from before it
-        began, had nothing there to load either. Returns (the save inside, the one before or None), or None when
-        nothing shows it."""
+        began, had nothing there to load either. None when nothing shows it.
+
+        What was held before t0 is known by a checkpoint's last write, or, when its files were written again
+        since (DeepSpeed rewrites `global_step10/*` in place), by its directory's own mtime: an entry was made in
+        it then, and rewriting a file in place leaves that time alone. A checkpoint known only so, with none held
+        above it, may have been a save cut short that a resume did again (recording deepspeed-0.19-partial-save:
+        `global_step30` half-written, then written again by the attempt that resumed from 20): it is not counted.
+        For the `first` attempt a directory made while it ran shows it wrote that step too, though its files
+        were written again later."""
         if t0 is None or t1 is None:
             return None
         saves = self.complete_saves()
-        for c, j in sorted(self.saves_in(t0, t1), key=lambda x: x[0].step or 0):
+        made = [(c, j, False) for c, j in self.saves_in(t0, t1)]
+        if first:
+            inside = {id(c) for c, _j, _d in made}
+            made += [(c, j, True) for c, j in saves if id(c) not in inside and _dir_made_in(c, j, t0, t1)]
+        for c, j, by_dir in sorted(made, key=lambda x: (x[0].step or 0, x[2])):
             home = c.path.rpartition("/")[0]
-            before = [(b, k) for b, k in saves if b.step is not None and b.mtime is not None
-                      and b.mtime + k.listing.precision < t0 and b.path.rpartition("/")[0] == home]  # fmt: skip
-            if before:
-                low = min(before, key=lambda x: x[0].step or 0)
-                if c.step is not None and low[0].step is not None and c.step <= low[0].step:
-                    return (c, j), low
+            held = [(b, k, *h) for b, k in saves if b.path.rpartition("/")[0] == home
+                    and (h := _held_before(b, k, t0)) is not None]  # fmt: skip
+            # known by its directory alone and none held above it: perhaps a save cut short, done again
+            held = [x for x in held if not x[3] or any((o[0].step or 0) > (x[0].step or 0) for o in held)]
+            if held:
+                b, k, at, held_by_dir = min(held, key=lambda x: (x[0].step or 0, x[0].path != c.path, x[3]))
+                if c.step is not None and b.step is not None and c.step <= b.step:
+                    return TrainedAgain(c, j, by_dir, b, k, at, held_by_dir)
             elif first:
-                return (c, j), None
+                return TrainedAgain(c, j, by_dir)
             return None  # only the lowest save inside the window can show it
         return None
 
@@ -165,6 +176,66 @@ class Volume:
             if m is not None and t0 <= m and m + j.listing.precision <= t1 + 1.0:
                 out.append((c, j))
         return out
+
+
+@dataclass(frozen=True)
+class TrainedAgain:
+    """A fresh start the listings show (`Volume.trained_again`): the checkpoint the attempt wrote, and the one at
+    a step no lower that was there before it began (None for the job's first attempt)."""
+
+    saved: Checkpoint
+    saved_in: Judged
+    saved_by_dir: bool  # known written then by its directory's own mtime (its files were written again since)
+    held: Checkpoint | None = None
+    held_in: Judged | None = None
+    held_at: float | None = None  # when `held` is known to have been there
+    held_by_dir: bool = False  # known by its directory's own mtime (its files were written again since)
+
+    def held_text(self) -> str:
+        """What was there before the attempt began, said so it reads right when it is the saved one itself."""
+        b = self.held
+        if b is None:
+            return ""
+        when = epoch_text(self.held_at)
+        same = b.path == self.saved.path
+        if self.held_by_dir:
+            whose = "its directory" if same else f"the directory of {b.name} (step {b.step})"
+            return f"{whose} was already there at {when}, before it began"
+        return (f"it was already there, written at {when}" if same
+                else f"{b.name} (step {b.step}) was already there, written at {when}")  # fmt: skip
+
+    def text(self) -> str:
+        """How the attempt began, as the timeline says it."""
+        c = self.saved
+        if self.held is None:
+            if self.saved_by_dir:
+                return (f"the first attempt: an entry was made in {c.name} (step {c.step}), the oldest checkpoint of "
+                        "its directory, while it ran (its files were written again since); none was there before it "
+                        "began")  # fmt: skip
+            return (f"the first attempt: {c.name} (step {c.step}) is the oldest checkpoint of its directory, written "
+                    "while it ran; none was there before it began")  # fmt: skip
+        again = self.held.path == c.path
+        said = (f"{c.name} (step {c.step}) was written again while it ran; {self.held_text()}" if again
+                else f"{c.name} (step {c.step}) was written while it ran, though {self.held_text()}")  # fmt: skip
+        return said + ": it trained from below every checkpoint it could load"
+
+
+def _held_before(c: Checkpoint, j: Judged, t0: float) -> tuple[float, bool] | None:
+    """When a checkpoint is known to have been there before t0, and whether only by its directory's own mtime
+    (an entry made in it then; its files written again since); None when the listing does not show it."""
+    p = j.listing.precision
+    if c.mtime is not None and c.mtime + p < t0:
+        return c.mtime, False
+    n = c.node
+    if n.kind == "d" and n.mtime is not None and n.mtime + p < t0:
+        return n.mtime, True
+    return None
+
+
+def _dir_made_in(c: Checkpoint, j: Judged, t0: float, t1: float) -> bool:
+    """Whether an entry was made in a checkpoint's directory inside [t0, t1] (the write of that step began then)."""
+    n = c.node
+    return n.kind == "d" and n.mtime is not None and t0 <= n.mtime and n.mtime + j.listing.precision <= t1
 
 
 # -- building it ------------------------------------------------------------------------------------------

@@ -1092,15 +1092,8 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
         first = i == 0 and a.index == 0 and a.how == "initial"
         again = vol.trained_again(t0, t1 + 1.0, first) if a.start == "unknown" else None
         if again is not None:  # its log does not say how it began; the listings show it trained from step 0
-            (c, _j), before = again
             a.start, a.start_step = "fresh", 0
-            a.start_text = (
-                f"{c.name} (step {c.step}) was written while it ran, though {before[0].name} (step {before[0].step}) "
-                "was already there: it trained from below every checkpoint it could load"
-                if before is not None
-                else f"the first attempt: {c.name} (step {c.step}) is the oldest checkpoint of its directory, "
-                "written while it ran; none was there before it began"
-            )
+            a.start_text = again.text()
 
 
 def sigterm_at(r: Run) -> float | None:

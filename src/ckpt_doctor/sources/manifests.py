@@ -523,6 +523,13 @@ def _add_object(
     if obj.kind == "Kustomization" or obj.api_version.startswith("kustomize.config.k8s.io"):
         mset.note(mf.display, "a Kustomize file, not a cluster object; skipped", obj.origin.line, kind="kustomize")
         return None
+    if obj.kind == "Bundle" and obj.api_version == "ckpt-doctor/v1":
+        # a bundle's own metadata (bundle.yaml, contracts.md §2): not an object to lint, but it says which Trainer
+        # version the cluster ran, as it does for `diagnose --bundle` (the first bundle.yaml read wins)
+        cluster = raw.get("cluster")
+        if isinstance(cluster, dict) and cluster.get("trainerVersion") and "cluster" not in mset.snapshot.meta:
+            mset.snapshot.meta["cluster"] = {"trainerVersion": str(cluster["trainerVersion"])}
+        return None
     if not obj.name and not obj.meta.get("generateName"):
         mset.note(mf.display, f"{obj.kind} without metadata.name; skipped", obj.origin.line)
         return None

@@ -263,6 +263,7 @@ class DoctorApp(App[int]):
         self.rows = rows
         for s in self._ready_screens(picker()):
             s.show_rows(rows)
+        self._subtitle()  # the listing may have told that the cluster is the sandbox
         self._status()
         if not self._opened_first and not self.current and len(rows) == 1:
             self._opened_first = True
@@ -323,7 +324,7 @@ class DoctorApp(App[int]):
     def _subtitle(self) -> None:
         t = self.target
         where = f"bundle {t.bundle.name}" if t.bundle is not None else f"live · {t.context or 'current context'}"
-        if self.view is not None and self.view.simulated:
+        if (self.view is not None and self.view.simulated) or (self.view is None and t.simulated):
             from ckpt_doctor.simulation import WORDS
 
             where = f"{WORDS} · {where}"

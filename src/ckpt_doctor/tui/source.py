@@ -468,10 +468,14 @@ class LiveLoader(Loader):
         from ckpt_doctor.tui.model import job_row, snapshot_now
 
         now = snapshot_now({}, live=True)
+        from ckpt_doctor.simulation import simulated
+
         searched: list[str] = []
-        items = list_trainjobs(namespace=self.target.namespace, searched=searched, **self._flags())
+        server: list[str] = []
+        items = list_trainjobs(namespace=self.target.namespace, searched=searched, server=server, **self._flags())
         if searched:
             self.target.listed_in = searched[0]
+        self.target.simulated = simulated(server[0] if server else None)
         return [job_row(raw, now) for raw in items]
 
     def load(self, key: str) -> View:

@@ -21,6 +21,7 @@ class Target:
     playbook: Path | None = None  # --playbook: the drill's, when the app runs it (default: verify-resume)
     inspect: bool = False  # list the checkpoint directory through exec (the palette's "Inspect checkpoints")
     listed_in: str | None = None  # the namespace the live picker listed (-n, else the context's), once known
+    simulated: bool = False  # the live picker's cluster is `ckpt-doctor sandbox` (its API server's version says so)
 
     @property
     def live(self) -> bool:
@@ -45,4 +46,8 @@ class Target:
             return self.describe()
         ns = self.listed_in or self.namespace
         where = f"context {self.context}" if self.context else "the current context"
+        if self.simulated:
+            from ckpt_doctor.simulation import WORDS
+
+            where = f"{WORDS}, {where}"
         return f"namespace {ns} ({where})" if ns else f"the current namespace ({where})"

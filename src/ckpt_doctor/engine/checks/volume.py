@@ -345,14 +345,17 @@ def fresh_start(facts: Facts, rule: Rule, base: Result) -> Result:
         again = vol.trained_again(start, None if end is None else end + 1.0)
         if again is None:
             continue
-        (c, j), prior = again
-        if prior is None:
+        b, k, c, j = again.held, again.held_in, again.saved, again.saved_in
+        if b is None or k is None:
             continue
-        b, k = prior
-        return fail(base.subject, [k.evidence(b), j.evidence(c)],
-                    f"attempt {a.index} wrote {c.name} (step {c.step}) at {epoch_text(c.mtime)}, though {b.name} "
-                    f"(step {b.step}) was already there ({k.label()}): it trained from below every checkpoint it "
-                    "could load, so it started from step 0", "medium")  # fmt: skip
+        held = k.evidence(b)
+        if again.held_by_dir:  # the directory's own time is what shows it was there
+            held.update(mtime=epoch_text(again.held_at), why=f"its directory's own mtime ({b.name}'s files were "
+                        "written again since)")  # fmt: skip
+        return fail(base.subject, [held, j.evidence(c)],
+                    f"attempt {a.index} wrote {c.name} (step {c.step}) at {epoch_text(c.mtime)}, though "
+                    f"{again.held_text()} ({k.label()}): it trained from below every checkpoint it could load, so "
+                    "it started from step 0", "medium")  # fmt: skip
     return base
 
 

@@ -671,13 +671,20 @@ def list_trainjobs(
     kubeconfig: str | None = None,
     timeout: float = 15.0,
     searched: list[str] | None = None,
+    server: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The TrainJobs of a namespace (-n, else the context's), as raw objects, newest first (for pickers);
-    `searched` gets the namespace that was listed (so that an empty list can say where it looked)."""
+    `searched` gets the namespace that was listed (so that an empty list can say where it looked), `server` the
+    API server's version (`ckpt-doctor sandbox` marks its own: ckpt_doctor.simulation), '' when it is not told."""
     cluster = connect(namespace, context, kubeconfig, timeout)
     if searched is not None:
         searched.append(cluster.namespace)
     col = Collector(cluster, cluster.namespace, "")
+    if server is not None:
+        try:
+            server.append(col.api.version())
+        except Exception:  # the version is a label, never a reason to fail the listing
+            server.append("")
     try:
         items, _ = col.api.list(TRAINJOB, cluster.namespace)
     except CallError as e:
