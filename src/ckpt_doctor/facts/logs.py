@@ -451,19 +451,18 @@ _P_OUTER = re.compile(r"\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,253}\] |\[(?:rank|defau
 
 
 def line_epoch(text: str, near: float | None = None) -> float | None:
-    """The time a log line was written, to the fraction of a second its stamp shows (epoch seconds, UTC), or None.
-    The program's own stamp wins (it is when the program wrote the line): a logger's ISO/`[2026-12-02
-    01:18:47,314]` stamp (no zone: UTC, as for `time`), or glog's `W1202 01:05:12.092000 1 file.py:753] `, whose
-    year is not written: taken from `near` (when the run ran), the year that puts the line closest to it, and
-    not read at all when that is more than two days away. Else the stamp of what wrapped the line on its way out
-    (kubectl's `--timestamps`, a JSON record's time field). What wraps a line (those, `[pod/NAME/CONTAINER] `,
-    `[rank0]: `, a JSON record's message) is peeled first. Finer than `time` (whole seconds): for comparing with
+    """When the program wrote a log line, from the stamp at the start of its message, to the fraction of a second
+    it shows (epoch seconds, UTC), or None: a logger's ISO/`[2026-12-02 01:18:47,314]` stamp (no zone: UTC, as
+    for `time`), or glog's `W1202 01:05:12.092000 1 file.py:753] `, whose year is not written: taken from `near`
+    (when the run ran), the year that puts the line closest to it, and not read at all when that is more than
+    two days away. What wraps the line on its way out (kubectl's `--timestamps`, `[pod/NAME/CONTAINER] `,
+    `[rank0]: `, a JSON record) is peeled first and its times are not used: the message's own stamp is the one
+    a reader of the line sees, whatever carried it. Finer than `time` (whole seconds): for comparing with
     checkpoint mtimes."""
-    rest, outer = text.strip(), None
+    rest = text.strip()
     for _ in range(4):  # the wrappings, outermost first
         m = _P_PRECISE_ISO.match(rest)
         if m is not None and m.group(4) and rest[:1] != "[":  # kubectl's RFC 3339 stamp with its zone
-            outer = outer if outer is not None else _precise_iso(m)
             rest = rest[m.end():]
             continue
         m = _P_OUTER.match(rest)
@@ -475,12 +474,8 @@ def line_epoch(text: str, near: float | None = None) -> float | None:
                 rec = json.loads(rest)
             except ValueError:
                 break
-            if not isinstance(rec, dict):
-                break
-            msg = next((rec[k] for k in _JSON_MESSAGE if isinstance(rec.get(k), str)), None)
-            when = next((rec[k] for k in _JSON_TIME if isinstance(rec.get(k), str)), None)
-            w = _P_PRECISE_ISO.match(when + " ") if when else None
-            outer = outer if outer is not None else (_precise_iso(w) if w else None)
+            msg = next((rec[k] for k in _JSON_MESSAGE if isinstance(rec.get(k), str)), None) if isinstance(
+                rec, dict) else None  # fmt: skip
             if msg is None:
                 break
             rest = msg.strip()
@@ -491,7 +486,7 @@ def line_epoch(text: str, near: float | None = None) -> float | None:
         return _precise_iso(m)
     m = _P_PRECISE_GLOG.match(rest)
     if m is None or near is None:
-        return outer
+        return None
     mo, d, hms, frac = m.groups()
     year = datetime.fromtimestamp(near, UTC).year
     best: float | None = None
@@ -500,7 +495,7 @@ def line_epoch(text: str, near: float | None = None) -> float | None:
         if t is not None and (best is None or abs(t - near) < abs(best - near)):
             best = t
     if best is None or abs(best - near) > 2 * 86400:
-        return outer
+        return None
     return best + float(f"0.{frac}" if frac else 0)
 
 

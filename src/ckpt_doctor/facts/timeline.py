@@ -1096,9 +1096,18 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
             a.start_text = again.text()
 
 
-def sigterm_at(r: Run) -> float | None:
-    """When SIGTERM reached run `r`, from its evidence with a clock (the kubelet's Killing event, the pod's
-    DisruptionTarget condition, a timestamped SIGTERM line): the earliest, to the second. None when none has one."""
+def sigterm_time(r: Run) -> tuple[float, float] | None:
+    """When SIGTERM reached run `r`, and how finely that is known: (time, precision), the signal having come in
+    [time, time + precision). The trainer's own line saying it got the signal, when its prefix carries a time
+    (torchrun's glog `W1202 01:05:12.092000 … Received 15 death signal`, a logger's stamp), gives it to the
+    millisecond; else the kubelet's Killing event, the pod's DisruptionTarget condition or a timestamped SIGTERM
+    line, which are kept to the second (precision 1 s), the earliest of them. None when none has a clock."""
+    from ckpt_doctor.facts.logs import line_epoch
+
+    near = epoch(r.started)
+    said = [t for e in r.sigterm if e.get("type") == "log" and (t := line_epoch(str(e.get("text") or ""), near))]
+    if said:
+        return min(said), 0.001
     times = []
     for e in r.sigterm:
         for k in ("firstTimestamp", "eventTime", "lastTimestamp", "lastTransitionTime", "time"):
@@ -1106,7 +1115,13 @@ def sigterm_at(r: Run) -> float | None:
             if t is not None:
                 times.append(t)
                 break
-    return min(times, default=None)
+    return (min(times), 1.0) if times else None
+
+
+def sigterm_at(r: Run) -> float | None:
+    """`sigterm_time` without its precision: the earliest SIGTERM can have reached the run."""
+    got = sigterm_time(r)
+    return got[0] if got is not None else None
 
 
 def _save_began_after(r: Run, e: Any) -> float | None:

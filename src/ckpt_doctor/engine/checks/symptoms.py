@@ -456,26 +456,9 @@ def _trained_to_end(r: Run, last: int) -> bool:
 
 
 def _sigterm_time(r: Run) -> tuple[float, float] | None:
-    """When SIGTERM reached the run, and how finely that is known: (time, precision), the signal having come in
-    [time, time + precision). The trainer's own line saying it got the signal, when its prefix carries a time
-    (torchrun's glog `W1202 01:05:12.092000 … Received 15 death signal`, a logger's stamp), gives it to the
-    millisecond; else the kubelet's Killing event or a DisruptionTarget, which Kubernetes writes truncated to the
-    second (precision 1 s), the earliest of them."""
-    from ckpt_doctor.facts.logs import line_epoch
-    from ckpt_doctor.facts.timeline import epoch
+    from ckpt_doctor.facts.timeline import sigterm_time
 
-    near = epoch(r.started)
-    said = [t for e in r.sigterm if e.get("type") == "log" and (t := line_epoch(str(e.get("text") or ""), near))]
-    if said:
-        return min(said), 0.001
-    times = []
-    for e in r.sigterm:
-        for k in ("firstTimestamp", "eventTime", "lastTimestamp", "lastTransitionTime", "time"):
-            t = epoch(str(e.get(k) or ""))
-            if t is not None:
-                times.append(t)
-                break
-    return (min(times), 1.0) if times else None
+    return sigterm_time(r)
 
 
 # the least time between the newest save and SIGTERM that says training went on after the save: the kubelet's
