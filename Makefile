@@ -58,10 +58,12 @@ bench-all: bench
 
 # Re-record every real framework run (by hand, not part of `make test`): builds the CPU-only venvs under
 # realruns/.venvs (hf4, hf5: about 3 min and 1.2 GB each; jax 0.75 GB), records recordings/ (as root: it uses PID and mount
-# namespaces), then regenerates the bundles, the engine's known misses and docs/frameworks.md.
+# namespaces), recomputes every recording's verdict from its truth (second takes included: record.py --verdicts),
+# then regenerates the bundles, the engine's known misses and docs/frameworks.md.
 realruns: $(STAMP)
 	nice -n 10 python3 realruns/build_envs.py hf4 hf5 jax
 	$(BIN)/python realruns/record.py --jobs 2
+	$(BIN)/python realruns/record.py --verdicts
 	$(MAKE) recordings-tests
 
 recordings-tests: $(STAMP)

@@ -183,9 +183,13 @@ def resumed_path(reads: list[str]) -> str | None:
 
 
 def verdict(attempts: list[dict[str, Any]], run: Run) -> dict[str, list[str]]:
-    """The symptom rules as the truth decides them (contracts.md §4), and the run's causes."""
+    """The symptom rules as the truth decides them (contracts.md §4), and the run's causes: `fail` and `pass`, and
+    `not_fail`: rules a correct diagnosis must not fail though a bundle may not prove they pass (judged so by
+    tests/recordings/judge.py). Computed from the attempts' truth alone: `record.py --verdicts` recomputes it for
+    the committed recordings without running any framework."""
     fail: list[str] = []
     ok: list[str] = []
+    not_fail: list[str] = []
 
     def decide(rule: str, failed: bool, known: bool = True) -> None:
         if known:
@@ -234,13 +238,45 @@ def verdict(attempts: list[dict[str, Any]], run: Run) -> dict[str, list[str]]:
         # says nothing of the code, which the engine also judges (a handler that would exit 0 given the time)
         if any(a["ended_by"] == "terminated" and a["exit_code"] == 0 for a in attempts[:-1]):
             decide("sigterm-exit-zero", True)
+        # an attempt stopped before a later one (a fault, or an end other than completing) that trained: it fails
+        # when one had no complete save of its own and the next attempt had nothing to resume from; it passes when
+        # each saved (one without a save whose successor resumed from an earlier checkpoint decides neither)
+        stopped = [(a, attempts[i + 1]) for i, a in enumerate(attempts[:-1])
+                   if a["steps"] and (a["fault"] or a["ended_by"] != "completed")]  # fmt: skip
+        unsaved = [(a, nxt) for a, nxt in stopped if not a["saves_complete"]]
+        lost = any(not nxt["resumed_from"] for _a, nxt in unsaved)
+        decide("no-checkpoint-before-interruption", lost, bool(stopped) and (lost or not unsaved))
+    # no attempt was sent SIGTERM (a SIGKILL or a crash ended them): there was no final save to make, so
+    # final-checkpoint-missing must not fail, though a bundle may not show every attempt to prove it passes
+    if "final-checkpoint-missing" not in fail + ok and not any(
+            (a["fault"] or {}).get("signal") == "SIGTERM" for a in attempts):  # fmt: skip
+        not_fail.append("final-checkpoint-missing")
     for c in run.causes_fail:
         if c not in fail:
             fail.append(c)
     for c in run.causes_pass:
         if c not in ok:
             ok.append(c)
-    return {"fail": fail, "pass": ok}
+    return {"fail": fail, "pass": ok, "not_fail": [r for r in not_fail if r not in fail + ok]}
+
+
+def recompute_verdicts(root: Path = RECORDINGS) -> list[str]:
+    """Rewrite the `verdict` of every recording under `root` from its committed truth (`attempts`) and its run's
+    causes in matrix.py (a second take's from its first take's run): no framework runs. The rest of each run.yaml
+    is written back as it was. Returns the ids whose verdict changed."""
+    by_id = {r.id: r for r in RUNS}
+    changed = []
+    for p in sorted(root.glob("*/run.yaml")):
+        doc = yaml.safe_load(p.read_text())
+        run = by_id.get(doc["id"]) or by_id.get(doc.get("first_take") or "")
+        if run is None:
+            raise SystemExit(f"{p}: no run {doc['id']!r} in realruns/matrix.py")
+        new = verdict(doc["attempts"], run)
+        if new != doc.get("verdict"):
+            doc["verdict"] = new
+            p.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110))
+            changed.append(doc["id"])
+    return changed
 
 
 class Recorder:
@@ -433,7 +469,13 @@ def main() -> int:
     ap.add_argument("patterns", nargs="*")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--verdicts", action="store_true",
+                    help="recompute the verdict of every committed recordings/*/run.yaml from its truth; runs nothing")
     ns = ap.parse_args()
+    if ns.verdicts:
+        changed = recompute_verdicts()
+        print(f"verdicts recomputed: {len(changed)} changed" + (f" ({', '.join(changed)})" if changed else ""))
+        return 0
     runs = [r for r in RUNS if not ns.patterns or any(fnmatch.fnmatch(r.id, p) for p in ns.patterns)]
     if ns.list:
         for r in runs:

@@ -36,12 +36,14 @@ CLASS_ASPECT = {
 RULE_ASPECT = {
     "fresh-start-after-restart": "resume", "resumed-older-checkpoint": "resume", "lexical-checkpoint-sort": "resume",
     "ckpt-dir-changed": "resume", "partial-latest-checkpoint": "partial saves", "final-checkpoint-missing": "SIGTERM",
-    "resume-crashed": "crash while loading",
+    "resume-crashed": "crash while loading", "no-checkpoint-before-interruption": "saves",
 }  # fmt: skip
 
 
 def aspect_of(miss: str) -> str:
     if miss.startswith("finding:"):
+        if miss.endswith(":fail-must-not-fail"):  # a `not_fail` rule failed: a killed attempt taken for a stopped one
+            return "killed: last step"
         return RULE_ASPECT.get(miss.split(":")[1], "resume")
     if miss.startswith("ending-"):
         return "SIGTERM" if "terminated" in miss else "crash while loading" if "crashed" in miss else "progress"

@@ -1,5 +1,6 @@
 """Judge the engine on one recording bundle: its attempts timeline against the ground truth, its findings
-against the run's verdict. Returns the classes of miss (empty: the engine got the recording right).
+against the run's verdict (`fail`, `pass`, and `not_fail`: rules that must not fail though the bundle may not
+prove they pass). Returns the classes of miss (empty: the engine got the recording right).
 
 What the bundle cannot show (an attempt whose pod and log are gone, output lost to buffering) may come out
 unknown; a number or a verdict that contradicts the truth never may. With every pod and log kept
@@ -133,7 +134,16 @@ def judge(bundle: Path) -> tuple[list[str], dict[str, Any]]:
         got = status.get(rule, "absent")
         if got == "fail" or (exact and got != "pass"):
             misses.add(f"finding:{rule}:{got}-not-pass")
+    misses |= judge_not_fail(run["verdict"], status)
     return sorted(misses), {"timeline": tl.to_json(), "findings": status}
+
+
+def judge_not_fail(verdict: dict[str, list[str]], status: dict[str, str]) -> set[str]:
+    """The verdict's `not_fail` rules (realruns/record.py `verdict`): a rule the truth says must not fail although a
+    bundle may not prove it passes (final-checkpoint-missing where no attempt was sent SIGTERM). Failing it is a
+    miss on every bundle model; pass, not_evaluated or absent are all right."""
+    rules = verdict.get("not_fail") or []
+    return {f"finding:{rule}:fail-must-not-fail" for rule in rules if status.get(rule) == "fail"}
 
 
 def judge_attempt(

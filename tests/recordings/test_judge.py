@@ -5,10 +5,13 @@ to buffering) may pass as quiet."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from tests.recordings.bundles import all_runs, epoch
-from tests.recordings.judge import save_shown, shows_progress
+from tests.recordings.judge import judge_not_fail, save_shown, shows_progress
 
 ATTEMPTS = [(r, a) for r in all_runs() for a in r["attempts"] if a["steps"]]
 
@@ -72,3 +75,68 @@ def test_a_directory_shows_a_save_by_the_files_under_it() -> None:
     assert not save_shown(20, att, None, [_entry(t, "global_step20", files_at=t + 3600)])  # rewritten later
     assert save_shown(20, att, None, [_entry(t - 3600, "global_step20", files_at=t)])  # made before, written now
     assert not save_shown(20, att, None, [[(t, "/c/run/global_step20", "d")]])  # nothing in it
+
+
+# -- the verdict's truth (realruns/record.py `verdict`) and its `not_fail` list ----------------------------------
+def _record() -> Any:
+    """realruns/record.py as a module (run by hand, not packaged; it finds matrix.py beside it)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "realruns" / "record.py"
+    spec = importlib.util.spec_from_file_location("realruns_record", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _att(i: int, saves: list[int], fault: str | None, ended_by: str, resumed_from: int | None = None) -> dict:
+    return {"index": i, "fault": {"signal": fault} if fault else None, "ended_by": ended_by,
+            "exit_code": 137 if ended_by == "killed" else 0, "steps": {"first": 1, "last": 25},
+            "saves_complete": saves, "saves_partial": [], "resumed_from": resumed_from, "resume_path": None,
+            "crashed_while_loading": False, "partial_paths": []}  # fmt: skip
+
+
+def test_the_committed_verdicts_are_the_truths() -> None:
+    """Every recording's verdict is what `verdict()` makes of its truth (`record.py --verdicts` rewrites them)."""
+    rec = _record()
+    by_id = {r.id: r for r in rec.RUNS}
+    for run in all_runs():
+        r = by_id.get(run["id"]) or by_id[run["first_take"]]
+        assert run["verdict"] == rec.verdict(run["attempts"], r), run["id"]
+
+
+def test_no_checkpoint_before_interruption_from_the_truth() -> None:
+    rec = _record()
+    r = rec.RUNS[0]
+    saved = rec.verdict([_att(0, [10, 20], "SIGKILL", "killed"), _att(1, [30, 40], None, "completed", 20)], r)
+    assert "no-checkpoint-before-interruption" in saved["pass"]
+    lost = rec.verdict([_att(0, [], "SIGKILL", "killed"), _att(1, [10, 20], None, "completed")], r)
+    assert "no-checkpoint-before-interruption" in lost["fail"]
+    # no save of its own, but the next attempt resumed from an earlier one: neither
+    mid = [_att(0, [10], "SIGKILL", "killed"), _att(1, [], "SIGKILL", "killed", 10)]
+    mid.append(_att(2, [20], None, "completed", 10))
+    v = rec.verdict(mid, r)
+    assert "no-checkpoint-before-interruption" not in v["fail"] + v["pass"]
+
+
+def test_final_checkpoint_missing_must_not_fail_without_a_sigterm() -> None:
+    rec = _record()
+    r = rec.RUNS[0]
+    killed = rec.verdict([_att(0, [10, 20], "SIGKILL", "killed"), _att(1, [30, 40], None, "completed", 20)], r)
+    assert killed["not_fail"] == ["final-checkpoint-missing"]
+    termed = rec.verdict([_att(0, [10, 20, 25], "SIGTERM", "terminated"), _att(1, [30], None, "completed", 25)], r)
+    assert "final-checkpoint-missing" in termed["pass"] and termed["not_fail"] == []
+    kept = [x for x in all_runs() if "final-checkpoint-missing" in x["verdict"]["not_fail"]]
+    assert len(kept) >= 40 and not any((a["fault"] or {}).get("signal") == "SIGTERM" for x in kept
+                                       for a in x["attempts"])  # fmt: skip
+
+
+def test_a_not_fail_rule_is_a_miss_only_when_it_fails() -> None:
+    v = {"fail": [], "pass": [], "not_fail": ["final-checkpoint-missing"]}
+    assert judge_not_fail(v, {"final-checkpoint-missing": "fail"}) == {
+        "finding:final-checkpoint-missing:fail-must-not-fail"
+    }
+    for got in ({"final-checkpoint-missing": "pass"}, {"final-checkpoint-missing": "not_evaluated"}, {}):
+        assert judge_not_fail(v, got) == set()
+    assert judge_not_fail({"fail": [], "pass": []}, {"final-checkpoint-missing": "fail"}) == set()

@@ -77,10 +77,10 @@ def test_the_decisive_event_is_cited_and_the_missing_class_is_not_called_uncolle
 
 
 def test_reproduce_greps_keep_the_runs_of_spaces_of_the_line_they_quote() -> None:
-    doc = report_doc("crash-loop")
+    doc = report_doc("tee-pipeline")
     greps = [r["command"] for r in doc["reproduce"] if "grep" in r["command"]]
-    bar = next(c for c in greps if "3/1000" in c)
-    assert "0%|          | 3/1000" in bar
+    bar = next(c for c in greps if "230/1000" in c)
+    assert "23%|██        | 230/1000" in bar
 
 
 def test_a_pipe_in_a_code_span_outside_a_table_shows_no_backslash() -> None:

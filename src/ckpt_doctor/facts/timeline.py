@@ -1077,6 +1077,7 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
                 ev = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing",
                                                                        "line")}  # fmt: skip
                 a.saves.append(Save(c.step, _mtime_text(c.mtime), c.path, ev, "listing"))
+        a.saves += _announced_saves_listed(facts, a, t0, t1, have, loaded)
         a.saves.sort(key=lambda s: s.step)
         if a.log is not None and (any(s.source == "listing" for s in a.saves) or not a.saves):
             a.saves_unknown = (
@@ -1093,6 +1094,108 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
         if again is not None:  # its log does not say how it began; the listings show it trained from step 0
             a.start, a.start_step = "fresh", 0
             a.start_text = again.text()
+
+
+def sigterm_time(r: Run) -> tuple[float, float] | None:
+    """When SIGTERM reached run `r`, and how finely that is known: (time, precision), the signal having come in
+    [time, time + precision). The trainer's own line saying it got the signal, when its prefix carries a time
+    (torchrun's glog `W1202 01:05:12.092000 … Received 15 death signal`, a logger's stamp), gives it to the
+    millisecond; else the kubelet's Killing event, the pod's DisruptionTarget condition or a timestamped SIGTERM
+    line, which are kept to the second (precision 1 s), the earliest of them. None when none has a clock."""
+    from ckpt_doctor.facts.logs import line_epoch
+
+    near = epoch(r.started)
+    said = [t for e in r.sigterm if e.get("type") == "log" and (t := line_epoch(str(e.get("text") or ""), near))]
+    if said:
+        return min(said), 0.001
+    times = []
+    for e in r.sigterm:
+        for k in ("firstTimestamp", "eventTime", "lastTimestamp", "lastTransitionTime", "time"):
+            t = epoch(str(e.get(k) or ""))
+            if t is not None:
+                times.append(t)
+                break
+    return (min(times), 1.0) if times else None
+
+
+def sigterm_at(r: Run) -> float | None:
+    """`sigterm_time` without its precision: the earliest SIGTERM can have reached the run."""
+    got = sigterm_time(r)
+    return got[0] if got is not None else None
+
+
+def _save_began_after(r: Run, e: Any) -> float | None:
+    """The earliest a save announced by line `e` of run `r`'s log can have begun: the line's own time, and the time
+    SIGTERM reached the run when the log shows the signal at or before the line (a handler's save follows it).
+    Both are kept to the second (a log's time, an event's). None when neither places it."""
+    from ckpt_doctor.facts.attempts import _before
+
+    assert r.log is not None
+    bounds = [t for t in (epoch(e.time or ""),) if t is not None]
+    sig = next((x for x in r.log.events if x.kind in ("sigterm", "sigterm_flush")), None)
+    if sig is not None and (sig is e or sig.line == e.line or _before(sig, e)):
+        t = sigterm_at(r)
+        if t is not None:
+            bounds.append(t)
+    return max(bounds, default=None)
+
+
+def _announced_saves_listed(
+    facts: Facts, a: AttemptFact, t0: float, t1: float, have: set[int], loaded: int | None
+) -> list[Save]:
+    """A save whose start line names its step and whose end the log does not show (a SIGTERM handler's
+    `[checkpoint] SIGTERM: saving at step 25`, then SIGKILL at the end of the grace period: recording
+    lightning-2.6-slow-save-grace), completed as the listings show it: a complete checkpoint whose name holds no
+    step (Lightning's `last.ckpt`, rewritten at every save) last written after the line's time and inside the
+    attempt, the newest of its directory, and no other checkpoint of that directory written since the line (as
+    `stepless_resume_step` places a resume from such a file). The line must be the run's last save line, at a step
+    no lower than any the attempt is seen at: nothing later can have written the file. Times kept to the second
+    count from the end of their second, so a file written before the save began is never taken for it."""
+    if a.index is None:
+        return []
+    att = facts.history.numbered(a.index)
+    if att is None:
+        return []
+    vol = facts.volume
+    out: list[Save] = []
+    for r in att.runs:
+        if r.log is None:
+            continue
+        outcomes = r.save_outcomes()
+        if not outcomes or outcomes[-1][1]:
+            continue  # only the last save line of the run, and only one the log does not show done
+        e = outcomes[-1][0]
+        step = e.step
+        if step is None or step in have or (loaded is not None and step <= loaded):
+            continue
+        if a.last_step is not None and a.last_step > step:
+            continue
+        began = _save_began_after(r, e)
+        if began is None:
+            continue
+        after = began + 1.0  # the end of the second the bound is kept to
+        for j in vol.judged:
+            p = j.listing.precision
+            for d in j.dirs:
+                for c in d.checkpoints:
+                    if c.step is not None or not c.complete or c.mtime is None:
+                        continue
+                    if not (after <= c.mtime and t0 <= c.mtime and c.mtime + p <= t1 + 1.0):
+                        continue
+                    others = [o for o in d.checkpoints if o is not c]
+                    if any(o.mtime is None or o.mtime > c.mtime or o.mtime + p >= began for o in others):
+                        continue  # not the newest, or another one written since the save began
+                    ev = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete",
+                                                                           "listing", "line")}  # fmt: skip
+                    ev["why"] = f"written after `{e.text.strip()[:120]}`, the newest checkpoint of its directory"
+                    have.add(step)
+                    out.append(Save(step, _mtime_text(c.mtime), c.path, ev, "listing"))
+                    break
+                if step in have:
+                    break
+            if step in have:
+                break
+    return out
 
 
 def _mtime_text(t: float | None) -> str | None:

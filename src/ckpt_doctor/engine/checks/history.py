@@ -5,7 +5,9 @@ from __future__ import annotations
 from ckpt_doctor.engine.checks import absence, check
 from ckpt_doctor.engine.checks.symptoms import _gaps, all_logs_clear, interrupted_runs
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
+from ckpt_doctor.facts.attempts import Run
 from ckpt_doctor.facts.context import Facts
+from ckpt_doctor.facts.logs import LogEvent
 
 
 @check("ckpt-autodetect-found-nothing")
@@ -86,6 +88,10 @@ def partial_latest(facts: Facts, rule: Rule) -> Result:
 
 @check("no-checkpoint-before-interruption")
 def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
+    """An interrupted attempt that trained and saved nothing first. Its saves are the ones the timeline knows: the
+    lines its log prints, and the complete checkpoints the listings show written while it ran (Lightning, Orbax
+    and DeepSpeed at its default log level save without a word). A log that prints no save shows none was made
+    only for a program seen printing its saves while it trains (in any attempt's log); else it is unknown."""
     h = facts.history
     ended = interrupted_runs(facts) + [r for a in h.attempts[:-1] for r in a.runs if r.exit_code not in (None, 0)]
     if not ended:
@@ -96,12 +102,25 @@ def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
         if h.doubt:
             return skip("whether an attempt came before the first one seen is unknown: " + "; ".join(h.doubt))
         return ok(reason="no attempt was interrupted before a later one")
+    from ckpt_doctor.facts.timeline import timeline_of
+
+    tl = timeline_of(facts)
     unknown: list[str] = []
+    listed: list[str] = []
+    printer = _prints_saves(h.runs)
     for r in {id(x): x for x in ended}.values():
         nxt = h.next_attempt(r.attempt)
         kind, step, _nr, _ev = h.attempt_start(nxt) if nxt is not None else ("unknown", None, None, None)
         if kind == "resumed" and step:
             continue  # the next attempt resumed from a saved step: a checkpoint existed before the interruption
+        fact = tl.attempt(r.attempt)
+        if fact is not None and fact.saves:
+            if not any(s.source == "log" for s in fact.saves):
+                first = fact.saves[0]
+                name = (first.path or "").rstrip("/").rpartition("/")[2] or "a checkpoint"
+                listed.append(f"attempt {r.attempt} wrote {name} (step {first.step}, complete) at {first.at}, as "
+                              "the checkpoint listing shows")  # fmt: skip
+            continue
         if r.log is None:
             if r.unread:
                 unknown.append(r.log_gap or f"log of {r.label} not read")
@@ -114,10 +133,19 @@ def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
             continue
         if last <= 1:
             continue
+        if printer is None:
+            why = (fact.saves_unknown if fact is not None and fact.saves_unknown
+                   else "its log prints no save, and the program is not seen printing its saves")  # fmt: skip
+            unknown.append(f"whether attempt {r.attempt} saved before it was interrupted at step {last} or later is "
+                           f"unknown: {why}; no log of this job prints a save while training")  # fmt: skip
+            continue
         tail = r.last_step_event()
         evidence = [absence("a checkpoint save", f"log of {r.label}")]
         if tail is not None:
             evidence.append(tail.evidence(r.log.ref, r.attempt))
+        pr, pe = printer
+        if pr.log is not None:
+            evidence.append(pe.evidence(pr.log.ref, pr.attempt))  # the program prints its saves
         return fail(
             facts.subject(),
             evidence,
@@ -127,4 +155,20 @@ def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
         )
     if unknown:
         return skip("; ".join(sorted(set(unknown))[:3]))
-    return ok(reason="every interrupted attempt had saved at least once")
+    return ok(reason="every interrupted attempt had saved at least once" + (f" ({'; '.join(listed[:2])})"
+                                                                            if listed else ""))  # fmt: skip
+
+
+def _prints_saves(runs: list[Run]) -> tuple[Run, LogEvent] | None:
+    """A save line some log of the job printed while training (before any SIGTERM line: a handler that announces
+    its one save on SIGTERM says nothing of the saves in between), which shows the program prints its saves."""
+    from ckpt_doctor.facts.attempts import _before
+
+    for r in runs:
+        if r.log is None:
+            continue
+        sig = next((e for e in r.log.events if e.kind in ("sigterm", "sigterm_flush")), None)
+        for e, _ok in r.save_outcomes():
+            if e.kind != "sigterm_flush" and (sig is None or (e.line != sig.line and _before(e, sig))):
+                return r, e
+    return None

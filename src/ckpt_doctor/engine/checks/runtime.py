@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -9,7 +10,7 @@ from ckpt_doctor.engine.checks import absence, check, field_ev, text_ev
 from ckpt_doctor.engine.model import Result, Rule, fail, ok, skip
 from ckpt_doctor.facts.context import Facts
 from ckpt_doctor.facts.overrides import compare, trainer_rjob_index
-from ckpt_doctor.facts.timeline import epoch
+from ckpt_doctor.facts.timeline import epoch, timeline_of
 from ckpt_doctor.scope import ANCESTOR_LABEL, RUNTIME_KINDS, TRAINER_CONTAINER, replicated_jobs, runtime_ref
 from ckpt_doctor.snapshot import TRAINER_GROUP
 
@@ -304,13 +305,19 @@ def grace_period(facts: Facts, rule: Rule) -> Result:
     longest = max(saves, key=lambda p: p[1].seconds, default=None)
     took = ""
     save_ev: list[dict[str, Any]] = []
+    outlived = False
     if longest is not None:
         r, t = longest
-        took = _took(t, grace)
+        done = _finished_after_all(facts, r, t) if t.at_least else None
+        took = _took(t, grace, done)
         if r.log is not None:
             save_ev = [t.start.evidence(r.log.ref, r.attempt)] + (
                 [t.end.evidence(r.log.ref, r.attempt)] if t.end is not None else [])  # fmt: skip
-    outlived = longest is not None and (longest[1].at_least or longest[1].seconds >= grace)
+        if done is not None:
+            save_ev.append(done[0].evidence)
+        # a save still running at SIGKILL outlived the grace period; one the listing shows finished did so only
+        # when it took the grace period or longer (the process may then be killed in its teardown)
+        outlived = t.seconds >= grace if not t.at_least else (done is None or done[1] >= grace)
     subject = facts.runtime_subject() if not spec.from_pod else facts.subject()
     if value is None:
         return fail(
@@ -339,9 +346,38 @@ def _save_times(facts: Facts) -> list[tuple[Any, Any]]:
     return out
 
 
-def _took(t: Any, grace: int) -> str:
-    """How long the save took, in the finding's words."""
+def _finished_after_all(facts: Facts, r: Any, t: Any) -> tuple[Any, float] | None:
+    """A save the log shows cut short by SIGKILL (`SaveTime.at_least`) that the checkpoint listing shows finished
+    before the run ended (facts/timeline.py: the file it wrote, complete, last written after its start line and
+    inside the attempt): (the timeline's save, at most how many seconds it took from its start), or None."""
+    fact = timeline_of(facts).attempt(r.attempt)
+    step = t.step
+    if step is None and r.log is not None and t.start.line is not None:  # a SIGTERM line that names its save's step
+        step = next((e.step for e in r.log.events if e.line == t.start.line and e.kind in ("save_started", "saved")
+                     and e.step is not None), None)  # fmt: skip
+    end, began = epoch(r.finished), epoch(r.finished)
+    if fact is None or step is None or end is None or began is None:
+        return None
+    began -= t.seconds  # the earliest it began: its line's time or SIGTERM's, to the second
+    for s in fact.saves:
+        at = epoch(s.at)
+        if s.step == step and s.source == "listing" and at is not None and began <= at <= end:
+            return s, at - began
+    return None
+
+
+def _took(t: Any, grace: int, done: tuple[Any, float] | None = None) -> str:
+    """How long the save took, in the finding's words (`done`: the listing shows the save cut short finished)."""
     what = f"the save of step {t.step}" if t.step is not None else "a save"
+    if done is not None:
+        s, secs = done
+        what = f"the save of step {s.step}"
+        name = (s.path or "").rstrip("/").rpartition("/")[2] or "its checkpoint"
+        within = (f"inside the {grace} s grace period" if secs < grace
+                  else f"no sooner than the end of the {grace} s grace period")  # fmt: skip
+        return (f"{what} began after SIGTERM and finished within {math.ceil(secs)} s of it, {within} (the "
+                f"checkpoint listing shows {name} complete, written at {s.at}), yet the process was still running "
+                "when SIGKILL came at the end of the grace period (killed after the save, in its teardown)")
     if t.at_least:
         return (f"{what} began after SIGTERM and was still running when SIGKILL came at the end of the {grace} s "
                 f"grace period: a final save here takes more than {grace} s")  # fmt: skip

@@ -455,19 +455,10 @@ def _trained_to_end(r: Run, last: int) -> bool:
     return r.log is not None and shows_end(r.log, last)
 
 
-def _sigterm_time(r: Run) -> float | None:
-    """When SIGTERM reached the run, from its evidence (the kubelet's Killing event, a DisruptionTarget), to the
-    second: the signal came in [t, t + 1) (Kubernetes writes these times truncated to the second)."""
-    from ckpt_doctor.facts.timeline import epoch
+def _sigterm_time(r: Run) -> tuple[float, float] | None:
+    from ckpt_doctor.facts.timeline import sigterm_time
 
-    times = []
-    for e in r.sigterm:
-        for k in ("firstTimestamp", "eventTime", "lastTimestamp", "lastTransitionTime", "time"):
-            t = epoch(str(e.get(k) or ""))
-            if t is not None:
-                times.append(t)
-                break
-    return min(times, default=None)
+    return sigterm_time(r)
 
 
 # the least time between the newest save and SIGTERM that says training went on after the save: the kubelet's
@@ -494,16 +485,18 @@ def _lost_after_last_save(facts: Facts, r: Run, step: int | None = None) -> tupl
     taken after it ended shows no complete checkpoint written after SIGTERM reached it, the newest one it wrote
     came at least MIN_LOST_GAP seconds and one step period (from two of its saves) before the signal, and the
     next attempt resumed from that checkpoint (`step`, or its log when None): the steps trained in between were
-    lost. SIGTERM's time is the event's second (a lower bound), so the gap is one too.
+    lost. SIGTERM's time is the trainer's own signal line's, else the event's second (a lower bound): so is the
+    gap.
     With its log gone, only a run SIGKILLed at the end of its grace period is judged: one that exited on its own
     may have saved, and its log is what would say so.
     (detail, evidence) or None when the listings do not show it."""
     from ckpt_doctor.facts.timeline import epoch
 
     vol = facts.volume
-    t_sig, t0, end = _sigterm_time(r), epoch(r.started), epoch(r.finished)
-    if not vol.seen or t_sig is None or t0 is None or end is None:
+    sig_at, t0, end = _sigterm_time(r), epoch(r.started), epoch(r.finished)
+    if not vol.seen or sig_at is None or t0 is None or end is None:
         return None
+    t_sig = sig_at[0]
     if r.log is None and r.exit_code != SIGKILL_EXIT:
         return None
     if not any(j.at is not None and j.at >= end for j in vol.judged):
@@ -541,21 +534,22 @@ def _lost_after_last_save(facts: Facts, r: Run, step: int | None = None) -> tupl
 
 
 def _final_save_listed(facts: Facts, r: Run, last: int | None, resume_path: str | None) -> str | None:
-    """A final save whose end the log does not show, shown by a listing: the log announces a save after SIGTERM
-    (at its last step or later) and prints no completion, and a listing shows that checkpoint complete, written
-    after SIGTERM reached the run (after the second its evidence names) and before the run ended and the next
-    attempt began: the announced step, or, for a name that holds no step (Lightning's last.ckpt), the checkpoint
-    the next attempt resumed from (recording lightning-2.6-slow-save-grace: `[checkpoint] SIGTERM: saving at step
-    25`, no completion line, last.ckpt written 2 s later, before the SIGKILL). A listing alone cannot tell a final
-    save from a periodic one the trainer went on after (a PID 1 that ignores SIGTERM: hf-5.24-sigterm-no-handler),
-    so an unannounced save never counts. A sentence saying so, or None."""
+    """A final save whose end the log does not show, shown by a listing: the log announces a save after SIGTERM (at its
+    last step or later) and prints no completion, and a listing shows that checkpoint complete, written after
+    SIGTERM reached the run (after the time its evidence gives, to its precision) and before the run ended and the
+    next attempt began: the announced step, or, for a name that holds no step (Lightning's last.ckpt), the
+    checkpoint the next attempt resumed from (recording lightning-2.6-slow-save-grace: `[checkpoint] SIGTERM: saving
+    at step 25`, no completion line, last.ckpt written 2 s later, before the SIGKILL). A listing alone cannot tell a
+    final save from a periodic one the trainer went on after (a PID 1 that ignores SIGTERM:
+    hf-5.24-sigterm-no-handler), so an unannounced save never counts. A sentence saying so, or None."""
     from ckpt_doctor.facts.timeline import epoch
 
     vol = facts.volume
-    t_sig, end = _sigterm_time(r), epoch(r.finished)
+    sig_at, end = _sigterm_time(r), epoch(r.finished)
     sig = r.log.last("sigterm") if r.log is not None else None
-    if not vol.seen or t_sig is None or end is None or r.log is None or sig is None:
+    if not vol.seen or sig_at is None or end is None or r.log is None or sig is None:
         return None
+    t_sig, t_prec = sig_at
     announced = {e.step for e in r.log.of("save_started") if e.offset >= sig.offset and e.window == sig.window
                  and (e.step is None or last is None or e.step >= last)}  # fmt: skip
     if not announced:
@@ -567,7 +561,7 @@ def _final_save_listed(facts: Facts, r: Run, last: int | None, resume_path: str 
         for d in j.dirs:
             for c in d.checkpoints:
                 m = c.mtime
-                if not c.complete or m is None or not (t_sig + 1.0 <= m and m + j.listing.precision < hi):
+                if not c.complete or m is None or not (t_sig + t_prec <= m and m + j.listing.precision < hi):
                     continue
                 named = c.step is not None and c.step in announced
                 resumed = c.step is None and resume_path is not None and (
