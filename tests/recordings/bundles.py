@@ -251,3 +251,15 @@ def write_all(root: Path = OUT, runs: list[dict[str, Any]] | None = None) -> lis
 if __name__ == "__main__":
     for p in write_all(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT):
         print(p.name)
+
+
+def kill_first_container(bundle: Path) -> None:
+    """Edit `bundle` so that its first attempt's container was killed (exit 137) rather than exiting on its own."""
+    doc = yaml.safe_load((bundle / "pods.yaml").read_text())
+    items = doc.get("items", [doc])
+    first = min(items, key=lambda p: p["status"]["startTime"])
+    for cs in first["status"]["containerStatuses"]:
+        for state in (cs.get("state") or {}, cs.get("lastState") or {}):
+            if "terminated" in state:
+                state["terminated"].update(exitCode=137, reason="Error")
+    (bundle / "pods.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))

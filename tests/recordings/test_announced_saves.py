@@ -26,7 +26,7 @@ import yaml
 from ckpt_doctor.facts.timeline import timeline_of
 from ckpt_doctor.pipeline import diagnose_snapshot
 from ckpt_doctor.sources.bundle import open_bundle
-from tests.recordings.bundles import OUT, all_runs, bundle_id, epoch, models_for, write_bundle
+from tests.recordings.bundles import OUT, all_runs, bundle_id, epoch, kill_first_container, models_for, write_bundle
 from tests.recordings.judge import judge
 from tests.recordings.variants import TRANSFORMS, variant_run
 
@@ -63,14 +63,7 @@ def _killed(bundle: Path) -> Path:
     exiting on its own, the kubelet's Killing event no later than the second before the handler's file was
     written (a recorded handler that exited on its own has the event just before its exit: tests/recordings/
     bundles.py; the kubelet sends SIGTERM when it says Killing)."""
-    doc = yaml.safe_load((bundle / "pods.yaml").read_text())
-    items = doc.get("items", [doc])
-    first = min(items, key=lambda p: p["status"]["startTime"])
-    for cs in first["status"]["containerStatuses"]:
-        for state in (cs.get("state") or {}, cs.get("lastState") or {}):
-            if "terminated" in state:
-                state["terminated"].update(exitCode=137, reason="Error")
-    (bundle / "pods.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    kill_first_container(bundle)
     written = _entry(_first_listing(bundle), "last.ckpt")
     events = json.loads((bundle / "events.json").read_text())
     for e in events["items"]:

@@ -27,7 +27,7 @@ import pytest
 from ckpt_doctor.pipeline import diagnose_snapshot
 from ckpt_doctor.sources.bundle import open_bundle
 from tests.recordings.bundles import OUT, all_runs, bundle_id, models_for, write_bundle
-from tests.recordings.variants import TRANSFORMS, variant_run
+from tests.recordings.variants import TRANSFORMS, retimed, variant_run
 
 RULE = "final-checkpoint-missing"
 RUNS = all_runs()
@@ -52,15 +52,7 @@ def _copy(bundle: str, tmp_path: Path) -> Path:
 def _set_mtime(bundle: Path, path: str, t: float) -> None:
     """Every listing in the bundle shows `path` (and what is under it) last written at `t`."""
     for p in (bundle / "checkpoints").rglob("*.txt"):
-        out = []
-        for ln in p.read_text().splitlines(keepends=True):
-            parts = ln.split(" ", 3)
-            if not ln.startswith("#") and len(parts) == 4:
-                name = parts[3].rstrip("\n")
-                if name == path or name.startswith(path + "/"):
-                    ln = f"{parts[0]} {parts[1]} {t:.10f} {parts[3]}"
-            out.append(ln)
-        p.write_text("".join(out))
+        p.write_text(retimed(p.read_text(), path, t))
 
 
 _GLOG = re.compile(rb"^W(\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+) .*Received 15 death signal", re.M)

@@ -16,7 +16,7 @@ import yaml
 from ckpt_doctor.facts.timeline import timeline_of
 from ckpt_doctor.pipeline import diagnose_snapshot
 from ckpt_doctor.sources.bundle import open_bundle
-from tests.recordings.bundles import OUT, all_runs, bundle_id, models_for
+from tests.recordings.bundles import OUT, all_runs, bundle_id, kill_first_container, models_for
 
 RULE = "final-checkpoint-missing"
 # the handler ran (a trainer that is PID 1 without one ignores SIGTERM: accelerate-1.15-sigterm-handler)
@@ -44,14 +44,7 @@ def _killed(run: dict[str, Any], tmp_path: Path) -> Path:
     """The same bundle, the first attempt's container killed (137) rather than exiting on its own."""
     d = tmp_path / "b"
     shutil.copytree(OUT / bundle_id(run, "jobset-kept"), d)
-    doc = yaml.safe_load((d / "pods.yaml").read_text())
-    items = doc.get("items", [doc])
-    first = min(items, key=lambda p: p["status"]["startTime"])
-    for cs in first["status"]["containerStatuses"]:
-        for state in (cs.get("state") or {}, cs.get("lastState") or {}):
-            if "terminated" in state:
-                state["terminated"].update(exitCode=137, reason="Error")
-    (d / "pods.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    kill_first_container(d)
     return d
 
 

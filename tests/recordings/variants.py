@@ -151,6 +151,19 @@ def variant_run(run: dict[str, Any], transform: Transform, root: Path) -> dict[s
     return load_run(d)
 
 
+def retimed(listing: str, path: str, t: float) -> str:
+    """A recorded listing (contracts.md §2) whose entry `path`, and every entry under it, was last written at `t`."""
+    out = []
+    for ln in listing.splitlines(keepends=True):
+        parts = ln.split(" ", 3)
+        if not ln.startswith("#") and len(parts) == 4:
+            name = parts[3].rstrip("\n")
+            if name == path or name.startswith(path + "/"):
+                ln = f"{parts[0]} {parts[1]} {t:.10f} {parts[3]}"
+        out.append(ln)
+    return "".join(out)
+
+
 def _ckpt_root(run: dict[str, Any], path: str, step: int) -> str | None:
     """The checkpoint a resume path belongs to: its shallowest folder (or file) under the checkpoint directory
     whose name carries the step (`checkpoint-20`, `step_000020`, `global_step20` of `global_step20/…pt`)."""
@@ -201,14 +214,6 @@ def tight_restart(run: dict[str, Any], root: Path) -> dict[str, Any] | None:
             "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         for i in range(k - 1, len(atts)):  # the listings taken after the save show its new time
             p = d / f"attempt-{i}.listing"
-            out = []
-            for ln in p.read_text().splitlines(keepends=True):
-                parts = ln.split(" ", 3)
-                if not ln.startswith("#") and len(parts) == 4:
-                    path = parts[3].rstrip("\n")
-                    if path == ck or path.startswith(ck + "/"):
-                        ln = f"{parts[0]} {parts[1]} {m:.10f} {parts[3]}"
-                out.append(ln)
-            p.write_text("".join(out))
+            p.write_text(retimed(p.read_text(), ck, m))
     (d / "run.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
     return load_run(d)
