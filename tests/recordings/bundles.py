@@ -253,8 +253,9 @@ if __name__ == "__main__":
         print(p.name)
 
 
-def kill_first_container(bundle: Path) -> None:
-    """Edit `bundle` so that its first attempt's container was killed (exit 137) rather than exiting on its own."""
+def kill_first_container(bundle: Path) -> str:
+    """Edit `bundle` so that its first attempt's container was killed (exit 137) rather than exiting on its own;
+    returns that pod's name."""
     doc = yaml.safe_load((bundle / "pods.yaml").read_text())
     items = doc.get("items", [doc])
     first = min(items, key=lambda p: p["status"]["startTime"])
@@ -263,3 +264,4 @@ def kill_first_container(bundle: Path) -> None:
             if "terminated" in state:
                 state["terminated"].update(exitCode=137, reason="Error")
     (bundle / "pods.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(first["metadata"]["name"])

@@ -63,11 +63,11 @@ def _killed(bundle: Path) -> Path:
     exiting on its own, the kubelet's Killing event no later than the second before the handler's file was
     written (a recorded handler that exited on its own has the event just before its exit: tests/recordings/
     bundles.py; the kubelet sends SIGTERM when it says Killing)."""
-    kill_first_container(bundle)
+    pod = kill_first_container(bundle)
     written = _entry(_first_listing(bundle), "last.ckpt")
     events = json.loads((bundle / "events.json").read_text())
     for e in events["items"]:
-        if e["reason"] == "Killing" and e["involvedObject"]["name"] == first["metadata"]["name"]:
+        if e["reason"] == "Killing" and e["involvedObject"]["name"] == pod:
             t = min(epoch(e["lastTimestamp"]), math.floor(written) - 1.0)
             e["firstTimestamp"] = e["lastTimestamp"] = e["metadata"]["creationTimestamp"] = _k8s(t)
     (bundle / "events.json").write_text(json.dumps(events, indent=4))
