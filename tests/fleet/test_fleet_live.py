@@ -146,6 +146,7 @@ def test_trainjobs_not_listable_anywhere_is_exit_3(tmp_path: Path) -> None:
 def test_an_empty_namespace_is_an_empty_table(tmp_path: Path) -> None:
     with serving() as kube:
         crowd(kube, 1, pods=1)
+        kube.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nothing-here"}})  # it exists
         kc = kube.kubeconfig(tmp_path / "kc", namespace="fleet-0")
         got = run_cli(["diagnose", "-n", "nothing-here", "--kubeconfig", str(kc), "-q"])
     assert got.rc == 0 and "No TrainJob found." in got.out

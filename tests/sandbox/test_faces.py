@@ -104,3 +104,12 @@ async def test_the_app_picker_says_it_before_a_trainjob_is_chosen(sandbox: Sandb
         assert app.view is None  # nothing chosen yet: the listing alone tells
         assert WORDS in app.sub_title, app.sub_title
         assert WORDS in screen_text(app)
+
+
+def test_a_namespace_that_does_not_exist_is_said_not_an_empty_scan(sandbox: Sandbox) -> None:
+    """`diagnose -n NS` where NS does not exist: exit 3 saying so (it read as "No TrainJob found", exit 0); a
+    namespace that exists keeps its scan."""
+    got = run_cli(["diagnose", "-n", "no-such-team", *kc(sandbox)])
+    assert got.rc == 3, got
+    assert len(got.err.strip().splitlines()) == 1 and "namespace 'no-such-team' does not exist" in got.err, got.err
+    assert run_cli(["diagnose", "-n", sandbox.namespace, "-o", "json", *kc(sandbox)]).rc in (0, 1)

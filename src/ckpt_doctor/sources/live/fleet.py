@@ -79,7 +79,8 @@ FLEET_READS: tuple[Read, ...] = (
     Read(PV, ("get", "list"), "the volumes bound to those PVCs"),
     Read(STORAGECLASS, ("get", "list"), "their storage classes"),
     Read(NODE, ("get", "list"), "the nodes the pods ran on"),
-    Read(NAMESPACE, ("list",), "namespaces, when TrainJobs cannot be listed across them at once", optional=True),
+    Read(NAMESPACE, ("get", "list"), "namespaces, when TrainJobs cannot be listed across them at once; one named "
+         "with -n that holds no TrainJob, to tell if it exists", optional=True),
     Read(DEPLOYMENT, ("get",), "the Trainer controller's image tag (its version)", optional=True),
 )
 
@@ -362,6 +363,8 @@ class FleetCollector:
                 if bad := rejected_selector(e, sc.selector):
                     raise bad from None
                 raise InputError(self._fatal(e, f"list TrainJobs in {sc.namespace}")) from None
+            if not items and sc.names is None:
+                self._namespace_exists(sc.namespace)
         else:
             try:
                 items, _ = list_kept(self.api, TRAINJOB, None, sc.selector)
@@ -376,6 +379,24 @@ class FleetCollector:
             self.store.put(TRAINJOB, tj, _ns(tj), _name(tj))
         self._namespaces = sorted({_ns(t) or "default" for t in self.items})
         return self.items
+
+    def _namespace_exists(self, ns: str) -> None:
+        """A namespace with no TrainJob: one that does not exist is the user's typo (InputError, exit 3), not an
+        empty result; when that cannot be asked (forbidden: a namespaced Role has no `get namespaces`), a note
+        says so beside the empty list."""
+        try:
+            self.api.get(NAMESPACE, ns)
+        except CallError as e:
+            if e.kind == "notfound":
+                raise InputError(
+                    f"namespace {ns!r} does not exist on the cluster at {self.cluster.server} (context "
+                    f"{self.cluster.context or '?'}); `kubectl get namespaces` lists them"
+                ) from None
+            if e.kind not in LOST:
+                self.store.notes.append(
+                    f"no TrainJob in namespace {ns}, and whether it exists is unknown: "
+                    f"{gap_reason(e, 'get', NAMESPACE, None)}"
+                )
 
     def _wanted(self, tj: dict[str, Any]) -> bool:
         return self.scope.names is None or _name(tj) in self.scope.names
