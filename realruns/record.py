@@ -392,6 +392,8 @@ class Recorder:
                 fault_doc["grace_seconds"] = fault.grace
                 fault_doc["sigkill_after_grace"] = what.get("sigkill_after_grace", False)
                 fault_doc["caught_by_pid1"] = what.get("sigterm_caught_by_pid1")
+                if what.get("sent_at"):
+                    fault_doc["sent_at"] = what["sent_at"]
             if fault.slow_save:
                 fault_doc["slow_storage_seconds_per_file"] = fault.slow_save
         return {"index": i, "started": rfc3339(started), "ended": rfc3339(ended), "fault": fault_doc, **t,
@@ -445,6 +447,7 @@ class Recorder:
                     if fault.kind == "term":
                         # PID 1 gets a signal from outside its namespace only if it catches it (SigCgt)
                         what["sigterm_caught_by_pid1"] = catches(init, signal.SIGTERM)
+                        what["sent_at"] = rfc3339(time.time())  # when the kubelet would say Killing
                         os.kill(init, signal.SIGTERM)
                         term_at = time.monotonic()
                     elif fault.kind == "kill-rank":

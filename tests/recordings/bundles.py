@@ -207,7 +207,9 @@ def build(run: dict[str, Any], model: str) -> tuple[Recorded, dict[str, tuple[st
         if f.get("signal") == "SIGTERM" and model != "in-place":
             # the kubelet says Killing when it sends SIGTERM: a grace period before the SIGKILL that ended the
             # attempt, when one did; else (the trainer stopped on its own) just before the container exited
-            at = a.t_end - float(f["grace_seconds"]) if f.get("sigkill_after_grace") else a.t_end - 1
+            # (recordings made since the harness kept it: when the signal was sent, `fault.sent_at`)
+            at = epoch(f["sent_at"]) if f.get("sent_at") else (
+                a.t_end - float(f["grace_seconds"]) if f.get("sigkill_after_grace") else a.t_end - 1)  # fmt: skip
             s.event("Pod", pname, "Killing", f"Stopping container {s.knobs.container_name}", minutes(at), "Normal")
     pod_listing: dict[str, tuple[str, int]] = {}
     for pos, att_index in listed.items():

@@ -275,3 +275,21 @@ def test_a_sigkill_with_sigterm_shown_first_is_judged(run: dict[str, Any], tmp_p
     (b / "events.json").write_text(json.dumps(doc))
     after = _finding(b)
     assert "nothing shows SIGTERM came first" not in (after.get("reason") or ""), after
+
+
+def test_a_recording_that_kept_when_sigterm_was_sent_places_the_killing_event(tmp_path: Path) -> None:
+    """The harness now keeps `fault.sent_at`; the bundle's Killing event is then that second (else the attempt's
+    end minus a second: 3 s late on dcp). With torchrun's own stamp taken off, the event alone gives 5 steps."""
+    import yaml
+
+    from tests.recordings.bundles import load_run
+
+    d = tmp_path / "run"
+    shutil.copytree(BY_ID[GAP]["_dir"], d)
+    doc = yaml.safe_load((d / "run.yaml").read_text())
+    doc["attempts"][0]["fault"]["sent_at"] = "2026-12-02T01:05:12.092Z"  # torchrun's line says this
+    (d / "run.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    run = variant_run(load_run(d), _no_signal_stamp, tmp_path / "runs")
+    b = write_bundle(run, "jobset-kept", tmp_path / "bundles")
+    assert _killing_at(b) == datetime(2026, 12, 2, 1, 5, 12, tzinfo=UTC).timestamp()
+    assert "about 5 more step(s)" in _finding(b)["detail"]
