@@ -263,7 +263,8 @@ class DoctorApp(App[int]):
         self.rows = rows
         for s in self._ready_screens(picker()):
             s.show_rows(rows)
-        self._subtitle()  # the listing may have told that the cluster is the sandbox
+        if self.target.simulated and self.view is None:
+            self._subtitle()  # the live listing told that the cluster is the sandbox (nothing else here changes it)
         self._status()
         if not self._opened_first and not self.current and len(rows) == 1:
             self._opened_first = True
@@ -322,6 +323,8 @@ class DoctorApp(App[int]):
         return [s for s in dict.fromkeys([*self.screen_stack, *self._tabs.values()]) if isinstance(s, cls) and s.ready]
 
     def _subtitle(self) -> None:
+        if self._closing or self._closed:  # a worker's result after the app began to close: no title to set
+            return
         t = self.target
         where = f"bundle {t.bundle.name}" if t.bundle is not None else f"live · {t.context or 'current context'}"
         if (self.view is not None and self.view.simulated) or (self.view is None and t.simulated):
