@@ -446,8 +446,9 @@ def _utc(text: str, offset: str = "") -> str | None:
 
 
 _P_PRECISE_ISO = re.compile(r"\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?[\] ]")
-_P_PRECISE_GLOG = re.compile(r"[IWEF](\d\d)(\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,9}))? +\d{1,10} [^\]\s]{1,256}:\d{1,6}\] ")
-_P_OUTER = re.compile(r"\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,253}\] |\[(?:rank|default)\d{1,5}\]: ?")
+_P_PRECISE_GLOG = re.compile(
+    r"[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))? +\d{1,10} [^\]\s]{1,256}:\d{1,6}\] "
+)
 
 
 def line_epoch(text: str, near: float | None = None) -> float | None:
@@ -455,21 +456,17 @@ def line_epoch(text: str, near: float | None = None) -> float | None:
     it shows (epoch seconds, UTC), or None: a logger's ISO/`[2026-12-02 01:18:47,314]` stamp (no zone: UTC, as
     for `time`), or glog's `W1202 01:05:12.092000 1 file.py:753] `, whose year is not written: taken from `near`
     (when the run ran), the year that puts the line closest to it, and not read at all when that is more than
-    two days away. What wraps the line on its way out (kubectl's `--timestamps`, `[pod/NAME/CONTAINER] `,
-    `[rank0]: `, a JSON record) is peeled first and its times are not used: the message's own stamp is the one
-    a reader of the line sees, whatever carried it. Finer than `time` (whole seconds): for comparing with
-    checkpoint mtimes."""
-    rest = text.strip()
+    two days away. What wraps the line on its way out (kubectl's `--timestamps`, `[pod/NAME/CONTAINER] `, a
+    rank tag, a JSON record: the wrappers `_peel` takes off) is peeled first and its times are not used: the
+    message's own stamp is the one a reader of the line sees, whatever carried it. Finer than `time` (whole
+    seconds): for comparing with checkpoint mtimes."""
+    rest = text.strip().encode()
     for _ in range(4):  # the wrappings, outermost first
-        m = _P_PRECISE_ISO.match(rest)
-        if m is not None and m.group(4) and rest[:1] != "[":  # kubectl's RFC 3339 stamp with its zone
-            rest = rest[m.end():]
-            continue
-        m = _P_OUTER.match(rest)
+        m = _P_KUBE_TS.match(rest) or _P_KUBE_PREFIX.match(rest) or _P_RANK_TAG.match(rest)
         if m is not None:
             rest = rest[m.end():]
             continue
-        if rest[:1] == "{" and rest[-1:] == "}" and len(rest) <= 65536:
+        if rest[:1] == b"{" and rest[-1:] == b"}" and len(rest) <= 65536:
             try:
                 rec = json.loads(rest)
             except ValueError:
@@ -478,39 +475,36 @@ def line_epoch(text: str, near: float | None = None) -> float | None:
                 rec, dict) else None  # fmt: skip
             if msg is None:
                 break
-            rest = msg.strip()
+            rest = msg.strip().encode()
             continue
         break
-    m = _P_PRECISE_ISO.match(rest)
+    line = rest.decode(errors="replace")
+    m = _P_PRECISE_ISO.match(line)
     if m is not None:
-        return _precise_iso(m)
-    m = _P_PRECISE_GLOG.match(rest)
+        day, hms, frac, zone = m.groups()
+        z = "+00:00" if zone in (None, "Z") else (zone if ":" in zone else f"{zone[:3]}:{zone[3:]}")
+        try:
+            t = datetime.fromisoformat(f"{day}T{hms}{z}").timestamp()
+        except ValueError:
+            return None
+        return t + float(f"0.{frac}" if frac else 0)
+    m = _P_PRECISE_GLOG.match(line)
     if m is None or near is None:
         return None
-    mo, d, hms, frac = m.groups()
+    mo, d, hh, mm, ss = map(int, m.groups()[:5])
+    frac = m.group(6)
     year = datetime.fromtimestamp(near, UTC).year
     best: float | None = None
     for y in (year - 1, year, year + 1):
-        t = _epoch_z(f"{y}-{mo}-{d}T{hms}Z")
-        if t is not None and (best is None or abs(t - near) < abs(best - near)):
+        try:
+            t = datetime(y, mo, d, hh, mm, ss, tzinfo=UTC).timestamp()
+        except ValueError:  # 29 February of a year without it
+            continue
+        if best is None or abs(t - near) < abs(best - near):
             best = t
     if best is None or abs(best - near) > 2 * 86400:
         return None
     return best + float(f"0.{frac}" if frac else 0)
-
-
-def _precise_iso(m: re.Match[str]) -> float | None:
-    day, hms, frac, zone = m.groups()
-    base = _utc(f"{day} {hms}", zone or "")
-    t = _epoch_z(base) if base else None
-    return None if t is None else t + float(f"0.{frac}" if frac else 0)
-
-
-def _epoch_z(text: str) -> float | None:
-    try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return None
 
 
 def _json_time(v: Any) -> str | None:

@@ -1118,12 +1118,6 @@ def sigterm_time(r: Run) -> tuple[float, float] | None:
     return (min(times), 1.0) if times else None
 
 
-def sigterm_at(r: Run) -> float | None:
-    """`sigterm_time` without its precision: the earliest SIGTERM can have reached the run."""
-    got = sigterm_time(r)
-    return got[0] if got is not None else None
-
-
 def _save_began_after(r: Run, e: Any) -> float | None:
     """The earliest a save announced by line `e` of run `r`'s log can have begun: the line's own time, and the time
     SIGTERM reached the run when the log shows the signal at or before the line (a handler's save follows it).
@@ -1134,9 +1128,9 @@ def _save_began_after(r: Run, e: Any) -> float | None:
     bounds = [t for t in (epoch(e.time or ""),) if t is not None]
     sig = next((x for x in r.log.events if x.kind in ("sigterm", "sigterm_flush")), None)
     if sig is not None and (sig is e or sig.line == e.line or _before(sig, e)):
-        t = sigterm_at(r)
+        t = sigterm_time(r)
         if t is not None:
-            bounds.append(t)
+            bounds.append(t[0])
     return max(bounds, default=None)
 
 

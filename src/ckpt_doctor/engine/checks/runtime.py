@@ -355,10 +355,10 @@ def _finished_after_all(facts: Facts, r: Any, t: Any) -> tuple[Any, float] | Non
     if step is None and r.log is not None and t.start.line is not None:  # a SIGTERM line that names its save's step
         step = next((e.step for e in r.log.events if e.line == t.start.line and e.kind in ("save_started", "saved")
                      and e.step is not None), None)  # fmt: skip
-    end, began = epoch(r.finished), epoch(r.finished)
-    if fact is None or step is None or end is None or began is None:
+    end = epoch(r.finished)
+    if fact is None or step is None or end is None:
         return None
-    began -= t.seconds  # the earliest it began: its line's time or SIGTERM's, to the second
+    began = end - t.seconds  # the earliest it began: its line's time or SIGTERM's, to the second
     for s in fact.saves:
         at = epoch(s.at)
         if s.step == step and s.source == "listing" and at is not None and began <= at <= end:

@@ -455,12 +455,6 @@ def _trained_to_end(r: Run, last: int) -> bool:
     return r.log is not None and shows_end(r.log, last)
 
 
-def _sigterm_time(r: Run) -> tuple[float, float] | None:
-    from ckpt_doctor.facts.timeline import sigterm_time
-
-    return sigterm_time(r)
-
-
 # the least time between the newest save and SIGTERM that says training went on after the save: the kubelet's
 # clock (the event) and the volume's (the mtime) may disagree by a little
 MIN_LOST_GAP = 1.0
@@ -490,10 +484,10 @@ def _lost_after_last_save(facts: Facts, r: Run, step: int | None = None) -> tupl
     With its log gone, only a run SIGKILLed at the end of its grace period is judged: one that exited on its own
     may have saved, and its log is what would say so.
     (detail, evidence) or None when the listings do not show it."""
-    from ckpt_doctor.facts.timeline import epoch
+    from ckpt_doctor.facts.timeline import epoch, sigterm_time
 
     vol = facts.volume
-    sig_at, t0, end = _sigterm_time(r), epoch(r.started), epoch(r.finished)
+    sig_at, t0, end = sigterm_time(r), epoch(r.started), epoch(r.finished)
     if not vol.seen or sig_at is None or t0 is None or end is None:
         return None
     t_sig = sig_at[0]
@@ -542,10 +536,10 @@ def _final_save_listed(facts: Facts, r: Run, last: int | None, resume_path: str 
     at step 25`, no completion line, last.ckpt written 2 s later, before the SIGKILL). A listing alone cannot tell a
     final save from a periodic one the trainer went on after (a PID 1 that ignores SIGTERM:
     hf-5.24-sigterm-no-handler), so an unannounced save never counts. A sentence saying so, or None."""
-    from ckpt_doctor.facts.timeline import epoch
+    from ckpt_doctor.facts.timeline import epoch, sigterm_time
 
     vol = facts.volume
-    sig_at, end = _sigterm_time(r), epoch(r.finished)
+    sig_at, end = sigterm_time(r), epoch(r.finished)
     sig = r.log.last("sigterm") if r.log is not None else None
     if not vol.seen or sig_at is None or end is None or r.log is None or sig is None:
         return None
