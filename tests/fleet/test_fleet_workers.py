@@ -142,3 +142,22 @@ def test_unreadable_signatures_are_each_diagnosis_s_error_as_in_one_process(tmp_
         two = run_cli([*args, "--processes", "2"])
     assert (two.rc, two.out, two.err) == (one.rc, one.out, one.err)
     assert all(r.get("error") for r in one.json()["trainjobs"])
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_ending_the_workers_leaves_no_pool_thread_for_exit_to_wake(busy: bool) -> None:
+    """After `terminate` the pool's manager thread is gone: on Python 3.11 interpreter exit writes to a pipe of a
+    manager thread still running, and if that thread closes the pipe at the same moment the user's one-line
+    "interrupted" is followed by an "Exception ignored ... Bad file descriptor" traceback (seen once in CI)."""
+    import threading
+    from concurrent.futures.process import _ExecutorManagerThread
+
+    from ckpt_doctor.fleet import procs
+    from ckpt_doctor.fleet.scan import Diagnoser
+
+    pool = procs.Pool(Diagnoser(), 2)
+    if busy:  # a worker in the middle of a call when the scan is stopped
+        pool._pool.submit(time.sleep, 30)
+    pool.terminate()
+    left = [t for t in threading.enumerate() if isinstance(t, _ExecutorManagerThread) and t.is_alive()]
+    assert not left

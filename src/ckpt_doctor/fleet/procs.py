@@ -155,9 +155,15 @@ class Pool:
         self._closed = True
         self._room.release()  # a thread waiting for room wakes, sees it closed, and wakes the next one
         procs: dict[int, Any] = dict(getattr(self._pool, "_processes", None) or {})
+        manager: threading.Thread | None = getattr(self._pool, "_executor_manager_thread", None)
         self._pool.shutdown(wait=False, cancel_futures=True)
         for p in procs.values():
             if p.is_alive():
                 p.terminate()
         for p in procs.values():
             p.join(5)
+        # the pool's manager thread ends once it sees its workers gone. Wait for it: on Python 3.11 interpreter
+        # exit wakes a manager still running through a pipe that thread may be closing at that moment, and prints
+        # "Exception ignored ... OSError: [Errno 9] Bad file descriptor" after our one-line "interrupted"
+        if manager is not None and manager is not threading.current_thread():
+            manager.join(5)
