@@ -16,10 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ckpt_doctor.watch.watcher import SYNC_WAIT
 from tests.fakeapi.server import FakeKube
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds any one condition may take on a loaded 2-core machine
+# the first diagnoses wait for every watch to be open, up to the watcher's SYNC_WAIT: a first verdict may take that
+# long and then WAIT more, when one watch's first list failed on a loaded machine and backed off
+FIRST = SYNC_WAIT + WAIT
 
 
 def free_port() -> int:
@@ -41,6 +45,16 @@ def wait_for(cond: Callable[[], Any], what: str, timeout: float = WAIT, every: f
             return last
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {str(last)[:500]})")
+
+
+def first_verdicts(cond: Callable[[], Any], log: Path, what: str = "the first verdicts") -> Any:
+    """`wait_for` the first verdicts of an in-process watcher; a timeout shows the end of its JSON log (which
+    watch did not open, which scan failed)."""
+    try:
+        return wait_for(cond, what, FIRST)
+    except AssertionError as e:
+        tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+        raise AssertionError("\n".join([str(e), "the watcher's log ends:", *tail])) from None
 
 
 def parse_metrics(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -20,7 +20,7 @@ from ckpt_doctor.watch.jlog import JsonLog
 from ckpt_doctor.watch.watcher import Watcher, WatchOptions
 from tests.fakeapi.server import FakeKube
 from tests.live.conftest import REAL_KUBECONFIG, serving
-from tests.watch.conftest import wait_for
+from tests.watch.conftest import first_verdicts, wait_for
 from tests.watch.sim import Job, restarted, running_first_attempt
 
 pytestmark = pytest.mark.skipif(bool(REAL_KUBECONFIG), reason="injects watch faults on the fake API server")
@@ -58,7 +58,7 @@ def running(tmp_path: Path, **options: float) -> Iterator[tuple[FakeKube, Watche
         runner = threading.Thread(target=w.run, daemon=True)
         runner.start()
         try:
-            wait_for(lambda: _scanned_at(w, A) and _scanned_at(w, B) and _quiet(w), "the first verdicts")
+            first_verdicts(lambda: _scanned_at(w, A) and _scanned_at(w, B) and _quiet(w), tmp_path / "log.jsonl")
             yield kube, w, jobs
         finally:
             w.stop_event.set()

@@ -16,7 +16,7 @@ from ckpt_doctor.watch.metrics import Metrics
 from ckpt_doctor.watch.routing import longest_prefix, route
 from ckpt_doctor.watch.state import Figures, Pending, Registry, remember, remembered_loss
 from tests.live.conftest import REAL_KUBECONFIG
-from tests.watch.conftest import parse_metrics, value, wait_for
+from tests.watch.conftest import first_verdicts, parse_metrics, value, wait_for
 
 
 def registry(*jobs: tuple[str, str]) -> Registry:
@@ -158,7 +158,7 @@ def test_emit_events_writes_one_event_when_the_verdict_changes(tmp_path: Path) -
         runner = threading.Thread(target=w.run, daemon=True)
         runner.start()
         try:
-            wait_for(lambda: w.registry.view()[0][1].figures is not None, "the first verdict")
+            first_verdicts(lambda: w.registry.view()[0][1].figures is not None, tmp_path / "log.jsonl", "a verdict")
             assert [e for e in kube.objects("events", "ml") if e.get("reason") == REASON] == []  # a baseline
             job.show(kube, restarted(resume=False, knobs=knobs))
             wait_for(lambda: [e for e in kube.objects("events", "ml") if e.get("reason") == REASON], "an Event")
