@@ -841,4 +841,57 @@ def test_lightning_callback_that_stops_on_sigterm_exits_zero() -> None:
     )
     end = read_python(src).sigterm_end
     assert end is not None and end.exit == "zero" and end.stop is not None and "should_stop" in end.stop.text
-    assert read_python("import lightning as L\nL.Trainer().fit(model)\n").sigterm_end is None
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import lightning as L\nL.Trainer().fit(model)\n",
+        "import pytorch_lightning as pl\ntrainer = pl.Trainer(max_steps=9)\ntrainer.fit(m, ckpt_path='last')\n",
+        "from lightning.pytorch import Trainer\ndef main():\n    t = Trainer()\n    t.fit(model)\nmain()\n",
+        # an `except Exception` does not catch SIGTERMException (a SystemExit)
+        "import lightning as L\ntry:\n    L.Trainer().fit(model)\nexcept Exception:\n    raise\n",
+    ],
+)
+def test_lightning_without_a_handler_of_its_own_exits_zero_after_sigterm(src: str) -> None:
+    """Lightning's own handler: SIGTERMException is a SystemExit without a code (recordings
+    lightning-2.5/2.6-sigterm-no-handler-take2: exit 0 after SIGTERM)."""
+    end = read_python(src).sigterm_end
+    assert end is not None and end.exit == "zero" and "SIGTERMException" in end.why, end
+    assert end.handler.text.rstrip().endswith(")") and "fit(" in end.handler.text
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import sys\nimport lightning as L\nfrom lightning.pytorch.utilities.exceptions import SIGTERMException\n"
+        "try:\n    L.Trainer().fit(model)\nexcept SIGTERMException:\n    sys.exit(143)\n",
+        "import lightning as L\ntry:\n    L.Trainer().fit(model)\nexcept SystemExit as e:\n    finish(e)\n",
+        "import lightning as L\ntry:\n    L.Trainer().fit(model)\nexcept:\n    cleanup()\n",
+        "import lightning as L\nclass C(L.Callback):\n    def on_exception(self, trainer, module, exc):\n"
+        "        handle(exc)\nL.Trainer(callbacks=[C()]).fit(model)\n",
+    ],
+)
+def test_lightning_with_sigterm_exception_caught_is_not_followed(src: str) -> None:
+    end = read_python(src).sigterm_end
+    assert end is not None and end.exit == "unknown" and end.stop is not None, end
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "from sklearn.linear_model import LinearRegression\nLinearRegression().fit(X, y)\n",
+        "import keras\nmodel = keras.Sequential()\nmodel.fit(x, y)\n",
+    ],
+)
+def test_a_fit_that_is_not_lightning_says_nothing_of_sigterm(src: str) -> None:
+    assert read_python(src).sigterm_end is None
+
+
+def test_a_lightning_script_s_own_handler_decides_over_lightning_s() -> None:
+    src = (
+        "import signal, sys\nimport lightning as L\ndef h(*a):\n    sys.exit(143)\n"
+        "signal.signal(signal.SIGTERM, h)\nL.Trainer().fit(model)\n"
+    )
+    end = read_python(src).sigterm_end
+    assert end is not None and end.exit == "nonzero", end

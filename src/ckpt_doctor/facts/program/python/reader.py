@@ -102,6 +102,8 @@ class _Reader(Values, Dynamics, Options, Flow, Environ, Signals, Prints, Calls, 
         out.sigterm_end = self._sigterm_end()
         out.prints = self._prints()
         out.calls = self._calls()
+        if out.sigterm_end is None and out.calls.get("fit"):  # no handler of its own: Lightning's
+            out.sigterm_end = self._lightning_default(out.calls["fit"][0].site)
         out.discovery = self._discoveries(out.calls)
         out.io = self._io(out.calls)
         out.dynamic_names = self._dynamic_names()

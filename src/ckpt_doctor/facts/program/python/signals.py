@@ -129,6 +129,31 @@ class Signals:
             return SigtermEnd("zero", why, site, self.site(stops[0]))
         return None
 
+    def _lightning_default(self, fit: Site) -> SigtermEnd:
+        """A Lightning `fit` with no SIGTERM handler of the program's own: Lightning's handler sets
+        `received_sigterm`, the loop raises SIGTERMException, a SystemExit without a code, and the process exits 0
+        once teardown ends inside the grace period (recordings lightning-2.5/2.6-sigterm-no-handler-take2; SIGKILLed
+        at the grace period's end in the first takes). The upstream change Lightning-AI/pytorch-lightning#21623 gives
+        it code 143. A program that catches it (or any SystemExit), or reacts in `on_exception`, is not
+        followed."""
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.ExceptHandler):
+                types = [] if n.type is None else n.type.elts if isinstance(n.type, ast.Tuple) else [n.type]
+                names = {_last(t) for t in types}
+                if n.type is None or names & {"SIGTERMException", "SystemExit", "BaseException"}:
+                    caught = "except:" if n.type is None else f"except {self.seg(n.type, 60)}"
+                    why = f"{caught} catches Lightning's SIGTERMException: the exit code that follows is not followed"
+                    return SigtermEnd("unknown", why, fit, self.site(n), "low")
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "on_exception":
+                why = "a callback's on_exception sees Lightning's SIGTERMException: what it does then is not followed"
+                return SigtermEnd("unknown", why, fit, self.site(n), "low")
+        why = (
+            "Lightning answers SIGTERM with SIGTERMException, a SystemExit without a code, so the process exits 0 "
+            "once its teardown ends inside the grace period (recorded with Lightning 2.5.6 and 2.6.6; "
+            "the upstream change Lightning-AI/pytorch-lightning#21623 gives it code 143)"
+        )
+        return SigtermEnd("zero", why, fit, None, "medium")
+
     def _handler_body(self, h: ast.AST) -> list[ast.AST] | None:
         if isinstance(h, ast.Lambda):
             return [h.body]
