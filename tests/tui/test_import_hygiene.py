@@ -278,6 +278,7 @@ BEFORE_FIRST_FRAME = {
     "ckpt_doctor.tui.widgets.banner",
     "ckpt_doctor.tui.widgets.filterbar",
     "ckpt_doctor.tui.widgets.guard",
+    "ckpt_doctor.tui.widgets.header",
     "ckpt_doctor.tui.widgets.keyfooter",
     "ckpt_doctor.tui.widgets.navbar",
     "ckpt_doctor.tui.widgets.objtree",

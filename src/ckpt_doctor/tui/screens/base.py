@@ -18,10 +18,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Header
 
 from ckpt_doctor.tui.paint import AfterPaint
 from ckpt_doctor.tui.widgets.banner import Banner
+from ckpt_doctor.tui.widgets.header import DoctorHeader
 from ckpt_doctor.tui.widgets.keyfooter import KeyFooter
 from ckpt_doctor.tui.widgets.navbar import NavBar
 
@@ -73,7 +73,7 @@ class Frame(Screen):
         self._typed.clear()  # typed for a screen that was left before it could take them
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="✚")
+        yield DoctorHeader(icon="✚")
         yield from self.top()
         yield Banner()
         body = Body(id="body")
@@ -83,6 +83,8 @@ class Frame(Screen):
 
     def on_body_mounted(self, event: Body.Mounted) -> None:
         event.stop()
+        if self._pruning or self._closing:  # removed (or the app closed) before the body's message arrived:
+            return  # its widgets are going or gone, nothing to fill
         self.ready = True
         self.setup()
         if self.lazy and self.focused is None:  # the screen's auto-focus ran before the body existed

@@ -21,10 +21,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, RichLog, Static
+from textual.widgets import DataTable, Footer, RichLog, Static
 
 from ckpt_doctor.drill import console
 from ckpt_doctor.sources.redact import redact_text
+from ckpt_doctor.tui.widgets.header import DoctorHeader
 
 MARKS = {"pending": "·", "running": "▶", **console.MARKS}  # the text console's, and the two states only a screen shows
 TONES = {"passed": "green", "failed": "red", "error": "red", "stopped": "yellow", "running": "bold"}
@@ -142,7 +143,7 @@ class DrillScreen(Screen):
         self.quit_after = False
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="✚")
+        yield DoctorHeader(icon="✚")
         with Horizontal(id="drill-body"):
             yield DataTable(id="drill-steps", cursor_type="row", show_header=False)
             with Vertical(id="drill-detail"):

@@ -1,0 +1,32 @@
+"""A screen's body says it is mounted by a message; when the screen is removed (or the app closes) before that
+message is handled, its widgets are already going: setting up is skipped instead of failing on a widget that
+is gone (NoMatches '#verdict' on OverviewScreen, seen when a test closed the app right after its first frame)."""
+
+from __future__ import annotations
+
+from ckpt_doctor.tui.app import DoctorApp
+from ckpt_doctor.tui.screens.base import Body, Frame
+from ckpt_doctor.tui.target import Target
+from tests.tui.conftest import EXAMPLES
+
+
+async def test_a_body_mounted_message_on_a_screen_being_removed_sets_nothing_up() -> None:
+    app = DoctorApp(Target(bundle=EXAMPLES / "final-checkpoint-missing"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            if isinstance(app.screen, Frame) and app.screen.ready:
+                break
+            await pilot.pause(0.02)
+        screen = app.screen
+        assert isinstance(screen, Frame) and screen.ready
+        for child in list(screen.query_one(Body).children):
+            await child.remove()  # as when the screen is pruned: its children go first
+        screen.ready = False
+        screen._pruning = True  # what Textual marks a screen being removed with
+        try:
+            screen.post_message(Body.Mounted())
+            await pilot.pause()
+            await pilot.pause()
+            assert not screen.ready
+        finally:
+            screen._pruning = False
