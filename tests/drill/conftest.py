@@ -4,6 +4,7 @@ timeouts, and the drill run in-process (or in a subprocess, for the signal tests
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -116,6 +117,24 @@ def make_cluster(tmp_path: Path) -> Iterator[Any]:
 
 
 def drill_subprocess(argv: list[str], **kw: Any) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+    # PYTHONFAULTHANDLER: a drill that hangs is sent SIGABRT by `stuck` and prints where each thread was
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1",
+           "PYTHONFAULTHANDLER": "1"}
     return subprocess.Popen([sys.executable, "-m", "ckpt_doctor", "drill", *argv], env=env, cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, **kw)
+
+
+def stuck(p: subprocess.Popen[str], timeout: float) -> bool:
+    """Wait for the drill to end; one still running after `timeout` is aborted (SIGABRT: with the fault handler
+    on it prints every thread's stack to its stderr, which the caller reads) and True is returned."""
+    try:
+        p.wait(timeout=timeout)
+        return False
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGABRT)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        return True

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.drill.conftest import Cluster, drill_subprocess
+from tests.drill.conftest import Cluster, drill_subprocess, stuck
 from tests.drill.controller import Simulator
 from tests.drill.scenarios import NAME, NS, correct
 
@@ -89,7 +89,9 @@ def interrupt(c: Cluster, step: str, sig: int, arm: Callable[[], None], *extra: 
         index = STEPS.index(step) + 1
         lines.wait_for(f"[{index}/7] {step}:")  # the step has begun: from here a signal stops it
         p.send_signal(sig)
-        p.wait(timeout=WAIT)
+        if stuck(p, WAIT):
+            raise AssertionError(f"the drill did not end {WAIT:g} s after {signal.Signals(sig).name}; its stderr "
+                                 f"and its threads' stacks:\n{lines.rest()[-8000:]}")
         out = stdout.rest()
     finally:
         if p.poll() is None:
@@ -184,7 +186,8 @@ def test_a_lost_cluster_is_an_error_with_the_leftovers_named(make_cluster: Any) 
         arm()
         lines.wait_for("for the resumed trainer to run")
         c.kube.fault(status=503)  # the API server stops answering while the TrainJob is half-way through a resume
-        p.wait(timeout=WAIT)
+        if stuck(p, WAIT):
+            raise AssertionError(f"the drill did not end {WAIT:g} s after the cluster went:\n{lines.rest()[-8000:]}")
         out = stdout.rest()
     finally:
         if p.poll() is None:
