@@ -199,3 +199,40 @@ def test_a_lost_cluster_is_an_error_with_the_leftovers_named(make_cluster: Any) 
     assert doc["verdict"] == "error"
     assert doc["leftovers"], doc
     assert "drill --cleanup" in err and "LEFT BEHIND" in err
+
+
+def test_a_signal_inside_a_request_stops_the_drill_once_the_request_ended(make_cluster: Any) -> None:
+    """SIGINT while the drill's main thread waits for an answer the server holds back: the drill does not raise in
+    the middle of the client's code (its connection pool's lock could stay taken for ever, and the cleanup's
+    requests block on it); it stops once that request ended, cleans up and exits 130."""
+    c = make_cluster(correct())
+    arm = hold_for(c.sim, "crash")
+    c.seed()
+    until(lambda: c.kube.get("trainjobs", NS, NAME) is not None)
+    before = c.state()
+    argv = [f"{NS}/{NAME}", "--yes", "-o", "json", "--kubeconfig", str(c.kubeconfig), "--playbook", str(c.playbook)]
+    p = drill_subprocess(argv)
+    lines, stdout = Lines(p.stderr), Lines(p.stdout)
+    try:
+        arm()
+        lines.wait_for("[4/7] crash:")
+        held = c.kube.fault(verb="list", resource="pods", effect="hang", hang_seconds=3, times=1)
+        until(lambda: held.fired >= 1)  # the drill is inside that request now
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        if stuck(p, WAIT):
+            raise AssertionError(f"the drill did not end {WAIT:g} s after SIGINT:\n{lines.rest()[-8000:]}")
+        took = time.monotonic() - sent
+        out = stdout.rest()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = lines.rest()
+    assert p.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["verdict"] == "stopped", err
+    assert next(s for s in doc["steps"] if s["id"] == "cleanup")["status"] == "passed", err
+    assert took >= 1.5, f"stopped {took:.2f} s after the signal, in the middle of the held request"
+    c.sim.holds.clear()
+    assert c.state() == before
