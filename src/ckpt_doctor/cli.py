@@ -319,10 +319,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     bare = not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"))
     if bare or args_list[0] == "tui":
         return _main(args_list)  # the app draws on the terminal itself (Textual writes to sys.__stderr__)
+    import signal
+
+    from ckpt_doctor.signals import handled, raise_interrupt
+
     stderr = sys.stderr
     sys.stderr = _RedactedStderr(stderr)  # every error and note line leaves through the redactor
     try:
-        return _main(args_list)
+        # Ctrl-C unwinds as always (KeyboardInterrupt), but never from inside a request to the cluster (signals.py)
+        with handled((signal.SIGINT,), raise_interrupt, keep_ignored=True):
+            return _main(args_list)
     finally:
         try:
             sys.stderr.flush()

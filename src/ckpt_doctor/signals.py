@@ -1,4 +1,12 @@
-"""Signal handlers for the length of a with-block: the one way every verb installs and restores them."""
+"""Signal handlers for the length of a with-block: the one way every verb installs and restores them.
+
+A handler that raises (Ctrl-C's KeyboardInterrupt, the drill's Stopped) runs between any two bytecodes of the main
+thread. Inside a request to the cluster that can be the middle of urllib3's own code: its connection pool takes
+its lock in `Condition.__enter__` (Python code), and an exception right after the acquire leaves the lock taken
+for ever; the next request on that pool (a drill's cleanup, deleting a reader pod) and the pool's finalizer at
+exit then wait for ever. So every request runs inside `request()`, and a handler wrapped by `deferred` keeps a
+signal that arrives meanwhile and acts on it when the request ends (at most its timeout later).
+"""
 
 from __future__ import annotations
 
@@ -34,6 +42,57 @@ def handled(signums: Iterable[int], handler: Handler, *, keep_ignored: bool = Fa
                 pass
 
 
-def raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    """A handler that unwinds like Ctrl-C (KeyboardInterrupt), so that cleanups in `finally` run."""
+_in_request = 0  # requests to the cluster the main thread is inside
+_pending: list[Callable[[], None]] = []  # what signals asked for meanwhile, in order
+
+
+class _Request:
+    """One request to the cluster (sources/live/client.py runs each inside one). Only the main thread's count:
+    signal handlers run there."""
+
+    __slots__ = ("counted",)
+
+    def __init__(self) -> None:
+        self.counted = False
+
+    def __enter__(self) -> None:
+        global _in_request
+        if threading.current_thread() is threading.main_thread():
+            _in_request += 1
+            self.counted = True
+
+    def __exit__(self, *exc: object) -> None:
+        global _in_request
+        if not self.counted:
+            return
+        _in_request -= 1
+        while _in_request == 0 and _pending:
+            _pending.pop(0)()  # may raise: a stop then replaces what the request raised
+
+
+def request() -> _Request:
+    """What a request to the cluster runs inside."""
+    return _Request()
+
+
+def deferred(handler: Handler) -> Handler:
+    """`handler`, kept from running while the main thread is inside a request to the cluster: the signal is then
+    handed to it when the request ends."""
+
+    def run(signum: int, frame: FrameType | None) -> Any:
+        if _in_request:
+            _pending.append(lambda: handler(signum, None))
+            return None
+        return handler(signum, frame)
+
+    run.__wrapped__ = handler  # type: ignore[attr-defined]
+    return run
+
+
+def _unwind(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
+
+
+# A handler that unwinds like Ctrl-C (KeyboardInterrupt), so that cleanups in `finally` run; never in the middle
+# of a request to the cluster.
+raise_interrupt: Handler = deferred(_unwind)

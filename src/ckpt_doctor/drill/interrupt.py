@@ -6,8 +6,9 @@ cleanup), a signal is held and announced instead; a second one abandons the clea
 marks tell `ckpt-doctor drill --cleanup` what is left.
 
 A signal that arrives while the main thread is inside a request to the cluster waits for that request to end
-(at most its timeout): raised in the middle of the client's code, the exception could leave the connection
-pool's lock taken for ever, and the cleanup's first request (or the pool's finalizer at exit) would block on it.
+(at most its timeout; ckpt_doctor/signals.py `deferred`): raised in the middle of the client's code, the
+exception could leave the connection pool's lock taken for ever, and the cleanup's first request (or the pool's
+finalizer at exit) would block on it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
+
+from ckpt_doctor.signals import deferred
 
 NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
 EXIT = {"SIGINT": 130, "SIGTERM": 143, "abort": 130}
@@ -50,20 +53,11 @@ class Interrupts:
         self.shielded = False
         self.held: list[str] = []
         self.first: str | None = None
-        self.calls = 0  # requests the main thread is inside: a signal then waits for them to end
-        self.pending: list[str] = []  # signals that arrived inside a request, acted on when it ends
         self._old: dict[int, Any] = {}
-        self._old_guard: Any = None
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         name = NAMES.get(signal.Signals(signum), str(signum))
         self.first = self.first or name
-        if self.calls:
-            self.pending.append(name)
-            return
-        self._act(name)
-
-    def _act(self, name: str) -> None:
         if self.shielded:
             self.held.append(name)
             if len(self.held) >= 2:
@@ -73,26 +67,16 @@ class Interrupts:
             return
         raise Stopped(name)
 
-    def call(self) -> _InCall:
-        """What a request to the cluster runs inside (sources/live/client.guard_calls)."""
-        return _InCall(self)
-
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
-            from ckpt_doctor.sources.live.client import guard_calls
-
-            self._old_guard = guard_calls(self.call)
+            handler = deferred(self._handler)
             for s in NAMES:
-                self._old[s] = signal.signal(s, self._handler)
+                self._old[s] = signal.signal(s, handler)
         return self
 
     def __exit__(self, *exc: object) -> None:
         for s, old in self._old.items():
             signal.signal(s, old)
-        if self._old:
-            from ckpt_doctor.sources.live.client import guard_calls
-
-            guard_calls(self._old_guard)
         self._old.clear()
 
     @contextmanager
@@ -103,28 +87,6 @@ class Interrupts:
             yield
         finally:
             self.shielded = was
-
-
-class _InCall:
-    """One request of the main thread: a signal that arrives meanwhile is acted on once it ended (a Stopped then
-    replaces what the request raised). Other threads' requests are not counted: signals reach the main thread."""
-
-    def __init__(self, owner: Interrupts) -> None:
-        self.owner = owner
-        self.counted = False
-
-    def __enter__(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            self.owner.calls += 1
-            self.counted = True
-
-    def __exit__(self, *exc: object) -> None:
-        if not self.counted:
-            return
-        o = self.owner
-        o.calls -= 1
-        while o.calls == 0 and o.pending:
-            o._act(o.pending.pop(0))
 
 
 class NoInterrupts(Interrupts):

@@ -6,18 +6,17 @@ to import). Objects are read as raw JSON (no model classes), so every field the 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ckpt_doctor.errors import InputError
+from ckpt_doctor.signals import request
 from ckpt_doctor.sources.live.kinds import POD, Kind
 
 PAGE = 500  # items per list page
@@ -184,19 +183,6 @@ def _short(e: BaseException) -> str:
     return (m.group(1) if m else text)[:200]
 
 
-# What every request runs inside (the drill's signal handling sets it): an exception a signal handler raises in the
-# middle of the client's own code can leave its connection pool's lock taken for ever (a `Condition.__enter__`
-# cut after its acquire), and every later request on that pool, or its finalizer at exit, then blocks.
-_GUARD: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-
-
-def guard_calls(guard: Callable[[], AbstractContextManager[Any]] | None) -> Callable[[], AbstractContextManager[Any]]:
-    """Run every request from now on inside `guard()` (None: nothing); returns the guard it replaces."""
-    global _GUARD
-    old, _GUARD = _GUARD, guard or contextlib.nullcontext
-    return old
-
-
 class Api:
     """GET / list / watch / log on raw paths through the kubernetes ApiClient (auth, TLS, proxies)."""
 
@@ -214,7 +200,7 @@ class Api:
         body: dict[str, Any] | list[Any] | None = None,
         content_type: str = "application/json",
     ) -> Any:
-        with _GUARD():
+        with request():  # a signal's exception never lands inside the client's own code (ckpt_doctor/signals.py)
             return self._request(path, query, timeout, stream, method, body, content_type)
 
     def _request(
@@ -436,7 +422,7 @@ class Api:
         """Run `command` in a container (what `kubectl exec` does, over a WebSocket): (exit code, output).
 
         The exit code is None when the command had not ended within `timeout` seconds."""
-        with _GUARD():
+        with request():
             return self._exec(pod, namespace, container, command, timeout)
 
     def _exec(self, pod: str, namespace: str, container: str, command: Sequence[str], timeout: float) -> tuple[
