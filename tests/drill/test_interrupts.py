@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import queue
 import signal
+import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -54,6 +56,25 @@ class Lines:
                 return "".join(self.seen)
 
 
+@contextmanager
+def running(argv: list[str]) -> Iterator[tuple[subprocess.Popen[str], Lines, Lines]]:
+    """A drill subprocess and its stderr and stdout read line by line; killed if still running at the end."""
+    p = drill_subprocess(argv)
+    try:
+        yield p, Lines(p.stderr), Lines(p.stdout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def ends(p: subprocess.Popen[str], lines: Lines, after: str) -> None:
+    """The drill ends within WAIT of `after`; else it is aborted and the test fails with its threads' stacks."""
+    if stuck(p, WAIT):
+        raise AssertionError(f"the drill did not end {WAIT:g} s after {after}; its stderr and its threads' "
+                             f"stacks:\n{lines.rest()[-8000:]}")
+
+
 def until(cond: Callable[[], bool], timeout: float = WAIT) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -82,21 +103,13 @@ def hold_for(sim: Simulator, step: str) -> Callable[[], None]:
 def interrupt(c: Cluster, step: str, sig: int, arm: Callable[[], None], *extra: str) -> tuple[int, dict[str, Any],
                                                                                               str]:
     argv = [*extra, "--yes", "-o", "json", "--kubeconfig", str(c.kubeconfig), "--playbook", str(c.playbook)]
-    p = drill_subprocess(argv)
-    lines, stdout = Lines(p.stderr), Lines(p.stdout)
-    try:
+    with running(argv) as (p, lines, stdout):
         arm()
         index = STEPS.index(step) + 1
         lines.wait_for(f"[{index}/7] {step}:")  # the step has begun: from here a signal stops it
         p.send_signal(sig)
-        if stuck(p, WAIT):
-            raise AssertionError(f"the drill did not end {WAIT:g} s after {signal.Signals(sig).name}; its stderr "
-                                 f"and its threads' stacks:\n{lines.rest()[-8000:]}")
+        ends(p, lines, signal.Signals(sig).name)
         out = stdout.rest()
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     return p.returncode, json.loads(out), lines.rest()
 
 
@@ -180,19 +193,12 @@ def test_a_lost_cluster_is_an_error_with_the_leftovers_named(make_cluster: Any) 
     c.seed()
     argv = [f"{NS}/{NAME}", "--yes", "-o", "json", "--kubeconfig", str(c.kubeconfig), "--playbook", str(c.playbook),
             "--request-timeout", "2"]
-    p = drill_subprocess(argv)
-    lines, stdout = Lines(p.stderr), Lines(p.stdout)
-    try:
+    with running(argv) as (p, lines, stdout):
         arm()
         lines.wait_for("for the resumed trainer to run")
         c.kube.fault(status=503)  # the API server stops answering while the TrainJob is half-way through a resume
-        if stuck(p, WAIT):
-            raise AssertionError(f"the drill did not end {WAIT:g} s after the cluster went:\n{lines.rest()[-8000:]}")
+        ends(p, lines, "the cluster went")
         out = stdout.rest()
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     err = lines.rest()
     assert p.returncode == 3, err
     doc = json.loads(out)
@@ -211,23 +217,16 @@ def test_a_signal_inside_a_request_stops_the_drill_once_the_request_ended(make_c
     until(lambda: c.kube.get("trainjobs", NS, NAME) is not None)
     before = c.state()
     argv = [f"{NS}/{NAME}", "--yes", "-o", "json", "--kubeconfig", str(c.kubeconfig), "--playbook", str(c.playbook)]
-    p = drill_subprocess(argv)
-    lines, stdout = Lines(p.stderr), Lines(p.stdout)
-    try:
+    with running(argv) as (p, lines, stdout):
         arm()
         lines.wait_for("[4/7] crash:")
         held = c.kube.fault(verb="list", resource="pods", effect="hang", hang_seconds=3, times=1)
         until(lambda: held.fired >= 1)  # the drill is inside that request now
         sent = time.monotonic()
         p.send_signal(signal.SIGINT)
-        if stuck(p, WAIT):
-            raise AssertionError(f"the drill did not end {WAIT:g} s after SIGINT:\n{lines.rest()[-8000:]}")
+        ends(p, lines, "SIGINT")
         took = time.monotonic() - sent
         out = stdout.rest()
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     err = lines.rest()
     assert p.returncode == 130, err
     doc = json.loads(out)
