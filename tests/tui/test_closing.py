@@ -30,3 +30,28 @@ async def test_a_body_mounted_message_on_a_screen_being_removed_sets_nothing_up(
             assert not screen.ready
         finally:
             screen._pruning = False
+
+
+async def test_a_listing_that_arrives_while_the_screen_is_going_fills_nothing() -> None:
+    """The TrainJobs' listing (a worker's result) handled after the picker began to go: no screen is given rows
+    (NoMatches '#jobs' on PickerScreen, seen once at the end of a test)."""
+    from ckpt_doctor.tui.app import RowsLoaded
+
+    app = DoctorApp(Target(bundle=EXAMPLES / "final-checkpoint-missing"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            if isinstance(app.screen, Frame) and app.screen.ready:
+                break
+            await pilot.pause(0.02)
+        screen = app.screen
+        assert isinstance(screen, Frame) and screen.ready
+        for child in list(screen.query_one(Body).children):
+            await child.remove()
+        screen._pruning = True
+        try:
+            assert app._ready_screens(type(screen)) == []
+            app.post_message(RowsLoaded([], None))
+            await pilot.pause()
+            await pilot.pause()
+        finally:
+            screen._pruning = False

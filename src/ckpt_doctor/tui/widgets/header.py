@@ -4,7 +4,7 @@ Textual's own Header follows the app's and the screen's title through async watc
 widget up when they run; one queued just before the app closes runs after that widget was removed and fails
 with NoMatches (it only expects NoScreen). Seen in the test suite: a diagnosis loaded as the app exited set
 the sub-title, and the app's crash report fired on the way out. This one follows the same four attributes
-with plain watchers that update the title widgets still there, and does nothing once they are gone.
+and does nothing once the title widget is gone.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ class DoctorHeader(Header):
             self.watch(obj, "title", self._show_title)
             self.watch(obj, "sub_title", self._show_title)
 
-    def _show_title(self) -> None:
+    async def _show_title(self) -> None:
+        # awaited as Textual's own is (after the change that called it, not inside it: the first frame is not held
+        # up by a title update per attribute), and no error once the title widget is gone
         try:
-            text = self.format_title()
+            self.query_one(HeaderTitle).update(self.format_title())
         except (NoScreen, NoMatches):
             return
-        for title in self.query(HeaderTitle):
-            title.update(text)
