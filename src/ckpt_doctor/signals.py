@@ -85,7 +85,6 @@ def deferred(handler: Handler) -> Handler:
             return None
         return handler(signum, frame)
 
-    run.__wrapped__ = handler  # type: ignore[attr-defined]
     return run
 
 

@@ -72,6 +72,12 @@ class Judged:
             ev["line"] = c.node.line
         return ev
 
+    def save_evidence(self, c: Checkpoint) -> dict[str, Any]:
+        """`evidence(c)` cut to what shows a save: the entry, when it was written, whether it is complete, and the
+        listing (no size, pod or listing time)."""
+        return {k: v for k, v in self.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing",
+                                                                    "line")}  # fmt: skip
+
     def df_evidence(self) -> dict[str, Any] | None:
         df = self.listing.df
         if df is None:

@@ -112,6 +112,11 @@ class Save:
     evidence: dict[str, Any]
     source: str = "log"  # log | listing (a complete checkpoint last written inside the attempt's run)
 
+    @property
+    def name(self) -> str:
+        """The checkpoint's own name (the last part of its path), "" when the save names none."""
+        return (self.path or "").rstrip("/").rpartition("/")[2]
+
 
 @dataclass
 class Point:
@@ -1074,9 +1079,7 @@ def _listing_saves(facts: Facts, attempts: list[AttemptFact]) -> None:
         for c, j in sorted(vol.saves_in(t0, t1 + 1.0), key=lambda x: x[0].step or 0):  # whole-second end
             if c.step is not None and c.step not in have and (loaded is None or c.step > loaded):
                 have.add(c.step)
-                ev = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing",
-                                                                       "line")}  # fmt: skip
-                a.saves.append(Save(c.step, _mtime_text(c.mtime), c.path, ev, "listing"))
+                a.saves.append(Save(c.step, _mtime_text(c.mtime), c.path, j.save_evidence(c), "listing"))
         a.saves += _announced_saves_listed(facts, a, t0, t1, have, loaded)
         a.saves.sort(key=lambda s: s.step)
         if a.log is not None and (any(s.source == "listing" for s in a.saves) or not a.saves):
@@ -1167,29 +1170,35 @@ def _announced_saves_listed(
         began = _save_began_after(r, e)
         if began is None:
             continue
-        after = began + 1.0  # the end of the second the bound is kept to
-        for j in vol.judged:
-            p = j.listing.precision
-            for d in j.dirs:
-                for c in d.checkpoints:
-                    if c.step is not None or not c.complete or c.mtime is None:
-                        continue
-                    if not (after <= c.mtime and t0 <= c.mtime and c.mtime + p <= t1 + 1.0):
-                        continue
-                    others = [o for o in d.checkpoints if o is not c]
-                    if any(o.mtime is None or o.mtime > c.mtime or o.mtime + p >= began for o in others):
-                        continue  # not the newest, or another one written since the save began
-                    ev = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete",
-                                                                           "listing", "line")}  # fmt: skip
-                    ev["why"] = f"written after `{e.text.strip()[:120]}`, the newest checkpoint of its directory"
-                    have.add(step)
-                    out.append(Save(step, _mtime_text(c.mtime), c.path, ev, "listing"))
-                    break
-                if step in have:
-                    break
-            if step in have:
-                break
+        got = _stepless_written_after(vol, began, t0, t1)
+        if got is None:
+            continue
+        j, c = got
+        ev = j.save_evidence(c)
+        ev["why"] = f"written after `{e.text.strip()[:120]}`, the newest checkpoint of its directory"
+        have.add(step)
+        out.append(Save(step, _mtime_text(c.mtime), c.path, ev, "listing"))
     return out
+
+
+def _stepless_written_after(vol: Any, began: float, t0: float, t1: float) -> tuple[Any, Any] | None:
+    """The first complete checkpoint whose name holds no step, last written after the second `began` is kept to and
+    inside [t0, t1], that is the newest of its directory with no other one of it written since `began`: (its
+    listing, it), or None."""
+    after = began + 1.0  # the end of the second the bound is kept to
+    for j in vol.judged:
+        p = j.listing.precision
+        for d in j.dirs:
+            for c in d.checkpoints:
+                if c.step is not None or not c.complete or c.mtime is None:
+                    continue
+                if not (after <= c.mtime and t0 <= c.mtime and c.mtime + p <= t1 + 1.0):
+                    continue
+                others = [o for o in d.checkpoints if o is not c]
+                if any(o.mtime is None or o.mtime > c.mtime or o.mtime + p >= began for o in others):
+                    continue  # not the newest, or another one written since the save began
+                return j, c
+    return None
 
 
 def _mtime_text(t: float | None) -> str | None:

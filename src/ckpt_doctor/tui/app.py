@@ -318,10 +318,10 @@ class DoctorApp(App[int]):
         return [s for s in self.screen_stack if isinstance(s, cls)]
 
     def _ready_screens(self, cls: type) -> list[Any]:
-        """Screens of `cls`, in the stack or kept as tabs, whose body can take data now (the others
-        take it from the app when their body is mounted)."""
+        """Screens of `cls`, in the stack or kept as tabs, whose body can take data now (the others take it from
+        the app when their body is mounted; one being removed takes none)."""
         return [s for s in dict.fromkeys([*self.screen_stack, *self._tabs.values()])
-                if isinstance(s, cls) and s.ready and not (s._pruning or s._closing)]  # not one going (the app closes)
+                if isinstance(s, cls) and s.ready and not s.going]
 
     def _subtitle(self) -> None:
         if self._closing or self._closed:  # a worker's result after the app began to close: no title to set

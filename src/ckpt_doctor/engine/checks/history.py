@@ -117,7 +117,7 @@ def no_checkpoint_before_interruption(facts: Facts, rule: Rule) -> Result:
         if fact is not None and fact.saves:
             if not any(s.source == "log" for s in fact.saves):
                 first = fact.saves[0]
-                name = (first.path or "").rstrip("/").rpartition("/")[2] or "a checkpoint"
+                name = first.name or "a checkpoint"
                 listed.append(f"attempt {r.attempt} wrote {name} (step {first.step}, complete) at {first.at}, as "
                               "the checkpoint listing shows")  # fmt: skip
             continue

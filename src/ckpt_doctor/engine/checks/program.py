@@ -544,19 +544,12 @@ def _from_program(facts: Facts) -> Result:
         ev = [_site_ev(part, end.handler.text)]
         if end.stop is not None and end.stop != end.handler:
             ev.append(_site_ev(part, end.stop.text))
-        fix = None
-        if end.why.startswith("Lightning answers SIGTERM"):
-            fix = (
-                "catch SIGTERMException around trainer.fit(...) and exit non-zero once the checkpoint is written "
-                "(`except SIGTERMException: sys.exit(143)`), or run a Lightning release where SIGTERMException "
-                "carries code 143"
-            )
         return fail(
             facts.subject(),
             ev,
             f"{part.source.label}: {end.why}; an eviction, drain or preemption then leaves a Succeeded pod",
             end.confidence,
-            fix,
+            end.fix,
         )
     unknown = [(p, e) for p, e in ends if e.exit == "unknown"]
     if unknown:

@@ -372,7 +372,7 @@ def _took(t: Any, grace: int, done: tuple[Any, float] | None = None) -> str:
     if done is not None:
         s, secs = done
         what = f"the save of step {s.step}"
-        name = (s.path or "").rstrip("/").rpartition("/")[2] or "its checkpoint"
+        name = s.name or "its checkpoint"
         within = (f"inside the {grace} s grace period" if secs < grace
                   else f"no sooner than the end of the {grace} s grace period")  # fmt: skip
         return (f"{what} began after SIGTERM and finished within {math.ceil(secs)} s of it, {within} (the "

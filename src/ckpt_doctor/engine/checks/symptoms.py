@@ -515,7 +515,7 @@ def _lost_after_last_save(facts: Facts, r: Run, step: int | None = None) -> tupl
     period, prev = per
     if gap < max(MIN_LOST_GAP, period):
         return None
-    listed = {k: v for k, v in j.evidence(c).items() if k in ("type", "path", "mtime", "complete", "listing", "line")}
+    listed = j.save_evidence(c)
     earlier = {k: v for k, v in j.evidence(prev).items() if k in ("type", "path", "mtime", "listing", "line")}
     gone = "; its log is gone" if r.log is None else ""
     detail = (

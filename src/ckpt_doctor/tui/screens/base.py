@@ -83,8 +83,8 @@ class Frame(Screen):
 
     def on_body_mounted(self, event: Body.Mounted) -> None:
         event.stop()
-        if self._pruning or self._closing:  # removed (or the app closed) before the body's message arrived:
-            return  # its widgets are going or gone, nothing to fill
+        if self.going:  # removed (or the app closed) before the body's message arrived: nothing to fill
+            return
         self.ready = True
         self.setup()
         if self.lazy and self.focused is None:  # the screen's auto-focus ran before the body existed
@@ -92,6 +92,11 @@ class Frame(Screen):
         self.refresh_bindings()
         if self._typed:
             self.call_after_refresh(self._replay)
+
+    @property
+    def going(self) -> bool:
+        """Being removed, or the app is closing: its widgets are going or gone, and it takes no data."""
+        return bool(self._pruning or self._closing)
 
     def focus_now(self, widget: Any) -> None:
         """Move the focus before the next key is read (`Widget.focus()` waits a turn, and a key

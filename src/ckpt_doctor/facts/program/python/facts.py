@@ -114,6 +114,7 @@ class SigtermEnd:
     handler: Site
     stop: Site | None = None
     confidence: str = "medium"
+    fix: str | None = None  # a fix for this way of ending, when the rule's own does not say it
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,12 @@ class Signals:
             "once its teardown ends inside the grace period (recorded with Lightning 2.5.6 and 2.6.6; "
             "the upstream change Lightning-AI/pytorch-lightning#21623 gives it code 143)"
         )
-        return SigtermEnd("zero", why, fit, None, "medium")
+        fix = (
+            "catch SIGTERMException around trainer.fit(...) and exit non-zero once the checkpoint is written "
+            "(`except SIGTERMException: sys.exit(143)`), or run a Lightning release where SIGTERMException "
+            "carries code 143"
+        )
+        return SigtermEnd("zero", why, fit, None, "medium", fix)
 
     def _handler_body(self, h: ast.AST) -> list[ast.AST] | None:
         if isinstance(h, ast.Lambda):
