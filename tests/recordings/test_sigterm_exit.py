@@ -6,12 +6,16 @@ own process are compared here."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ckpt_doctor.facts.program.python import read_python
-from tests.recordings.bundles import all_runs
+from ckpt_doctor.pipeline import diagnose_snapshot
+from ckpt_doctor.sources.bundle import open_bundle
+from tests.recordings.bundles import OUT, all_runs, bundle_id
 from tests.recordings.judge import ROOT
 
 STOPPED = [
@@ -44,3 +48,31 @@ def test_lightning_without_a_handler_of_its_own_is_read_as_exiting_zero() -> Non
     for r in runs:
         end = read_python((ROOT / "recordings" / r["id"] / r["script"]).read_text()).sigterm_end
         assert end is not None and end.exit == "zero", (r["id"], end)
+
+
+# the container's own process (under torchrun the agent's exit 1 is known from the command alone)
+KILLED = [r for r in all_runs() if r["command"][0] == "python"
+          and any((a.get("fault") or {}).get("signal") == "SIGTERM" for a in r["attempts"])
+          and {a["exit_code"] for a in r["attempts"] if (a.get("fault") or {}).get("signal") == "SIGTERM"} == {137}]
+
+
+@pytest.mark.parametrize("run", KILLED, ids=[r["id"] for r in KILLED])
+def test_a_run_sigkilled_after_sigterm_does_not_show_how_the_program_exits(run: dict[str, Any], tmp_path: Path) -> None:
+    """SIGKILL at the end of the grace period (137) cut the program short: without its source, sigterm-exit-zero
+    is unknown, never a pass (the Lightning runs exited 0 when teardown ended in time)."""
+    bundle = tmp_path / "b"
+    shutil.copytree(OUT / bundle_id(run, "jobset-kept"), bundle)
+    (bundle / "configmaps.yaml").unlink(missing_ok=True)  # the program is gone
+    with open_bundle(bundle) as snap:
+        found = [f for f in diagnose_snapshot(snap).findings if f.rule.id == "sigterm-exit-zero"]
+    assert found and all(f.status != "pass" for f in found), [(f.status, f.result.reason) for f in found]
+
+
+def test_an_exit_of_its_own_after_sigterm_still_passes_without_the_source(tmp_path: Path) -> None:
+    run = next(r for r in all_runs() if r["id"] == "dcp-1rank-sigterm-no-handler")  # torchrun's agent: exit 1
+    bundle = tmp_path / "b"
+    shutil.copytree(OUT / bundle_id(run, "jobset-kept"), bundle)
+    (bundle / "configmaps.yaml").unlink(missing_ok=True)
+    with open_bundle(bundle) as snap:
+        found = [f for f in diagnose_snapshot(snap).findings if f.rule.id == "sigterm-exit-zero"]
+    assert [f.status for f in found] == ["pass"], [(f.status, f.result.reason) for f in found]
