@@ -53,7 +53,8 @@ async def test_drill_screen_confirm_skip_abort(make_cluster: Any) -> None:
         screen: DrillScreen = app.screen  # type: ignore[assignment]
         await until(pilot, lambda: screen.asking is not None)
         assert "delete the trainer pod" in screen.asking  # the crash, and its command on screen
-        assert "kubectl -n team-a delete pod" in screen_text(app)
+        # the command on screen: waited for, the screen paints the question's step a frame or more later
+        await until(pilot, lambda: "kubectl -n team-a delete pod" in screen_text(app))
         await until(pilot, lambda: prompt_in_sight(app))
         await pilot.press("y")
         await until(pilot, lambda: screen.asking is not None and "suspend" in screen.asking)
